@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "groser",
+    products: [
+        .library(name: "GroserClient", targets: ["GroserClient"]),
+        .executable(name: "groserd", targets: ["groserd"]),
+        .executable(name: "groser-client", targets: ["groser-client"]),
+    ],
+    targets: [
+        // C libraries from Debian, and the committed protoc-c output.
+        .systemLibrary(
+            name: "CProtobufC",
+            pkgConfig: "libprotobuf-c",
+            providers: [.apt(["libprotobuf-c-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(name: "CLinux"),
+        .target(name: "CGroserProto", dependencies: ["CProtobufC"]),
+
+        // Pure wire code: framing, status codes, the catalog model and its
+        // protobuf-c conversion. The only module that touches protobuf-c memory.
+        .target(name: "GroserWire", dependencies: ["CGroserProto", "CProtobufC"]),
+        // Every syscall: sockets, epoll, signals, errno.
+        .target(name: "GroserSystem", dependencies: ["CLinux"]),
+        // Storage behind the CatalogStore protocol; SQLite is the embedded store.
+        .target(name: "GroserStorage", dependencies: ["GroserWire", "CSQLite"]),
+        // Request handling (pure) and the event loops that move frames.
+        .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage"]),
+        // The client library other packages depend on.
+        .target(name: "GroserClient", dependencies: ["GroserWire", "GroserSystem"]),
+        // groser-client's commands, output formats and argument parsing.
+        .target(name: "GroserCLI", dependencies: ["GroserClient"]),
+
+        .executableTarget(name: "groserd", dependencies: ["GroserServer"]),
+        .executableTarget(name: "groser-client", dependencies: ["GroserCLI"]),
+
+        .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
+        .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
+        .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// File-system calls the daemon and the client need, errno typed.
+public enum Files {
+    /// Creates `path` and missing parents with `mode`; existing ones are kept.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o700) throws(Errno) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/" + part
+            if mkdir(current, mode) != 0 && errno != EEXIST { throw Errno.current }
+        }
+    }
+
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// True when `path` is a Unix socket.
+    public static func isSocket(_ path: String) -> Bool {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return false }
+        return (st.st_mode & S_IFMT) == S_IFSOCK
+    }
+
+    public static func remove(_ path: String) throws(Errno) {
+        _ = try syscall { unlink(path) }
+    }
+
+    /// The whole file, or nil when it does not exist.
+    public static func read(_ path: String) throws(Errno) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw Errno.current
+        }
+        defer { _ = close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = try syscall { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            if n == 0 { return out }
+            out.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// Replaces `path` atomically: writes a temporary file beside it, fsyncs
+    /// it, renames it over `path`, and fsyncs the directory.
+    public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Errno) {
+        let tmp = path + ".tmp.\(getpid())"
+        let fd = try syscall { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        do {
+            var offset = 0
+            while offset < bytes.count {
+                let n = try syscall { bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) } }
+                offset += n
+            }
+            _ = try syscall { fsync(fd) }
+            _ = close(fd)
+            _ = try syscall { rename(tmp, path) }
+        } catch {
+            _ = close(fd)
+            _ = unlink(tmp)
+            throw error
+        }
+        let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = fsync(dfd); _ = close(dfd) }
+    }
+}
+
+/// The process's environment and identity.
+public enum ProcessInfo {
+    public static func environment(_ name: String) -> String? {
+        guard let v = getenv(name) else { return nil }
+        let s = String(cString: v)
+        return s.isEmpty ? nil : s
+    }
+
+    public static var userID: UInt32 { getuid() }
+    public static var processID: Int32 { getpid() }
+    public static var processorCount: Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+    public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
+
+    /// The home directory from $HOME, or the password database.
+    public static var homeDirectory: String {
+        if let h = environment("HOME") { return h }
+        if let pw = getpwuid(getuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
+        return "/tmp"
+    }
+
+    /// Resident memory of this process in kibibytes, from /proc/self/status.
+    public static func residentKilobytes(pid: Int32? = nil) -> Int? {
+        let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+        guard let bytes = try? Files.read(path) else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ").dropFirst().first ?? "")
+        }
+        return nil
+    }
+}
+
+/// Standard output and error, unbuffered by Swift: written with write(2).
+public enum StandardStreams {
+    public static func write(_ s: String, fd: Int32) {
+        var bytes = Array(s.utf8)
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return }
+                offset += n
+            }
+        }
+    }
+    public static func out(_ s: String) { write(s, fd: 1) }
+    public static func err(_ s: String) { write(s, fd: 2) }
+}

@@ -1,0 +1,133 @@
+/// Why a byte stream cannot be split into frames.
+public enum FrameError: Error, Hashable, Sendable {
+    /// The length prefix announces more than the maximum; the stream cannot
+    /// be resynchronised, so the connection must close.
+    case frameTooLarge(length: UInt32, maximum: Int)
+}
+
+/// The frame layout: a 4-byte big-endian length, then that many bytes.
+public enum Framing {
+    /// Bytes in the length prefix.
+    public static let headerSize = 4
+    /// The default maximum frame body: 4 MiB.
+    public static let defaultMaximumFrameBytes = 4 * 1024 * 1024
+
+    /// Writes the 4-byte big-endian length prefix of a body of `length` bytes.
+    @inlinable
+    public static func appendHeader(length: Int, to buffer: inout [UInt8]) {
+        let n = UInt32(truncatingIfNeeded: length)
+        buffer.append(UInt8(truncatingIfNeeded: n >> 24))
+        buffer.append(UInt8(truncatingIfNeeded: n >> 16))
+        buffer.append(UInt8(truncatingIfNeeded: n >> 8))
+        buffer.append(UInt8(truncatingIfNeeded: n))
+    }
+
+    /// One whole frame: header and body.
+    public static func frame(_ body: some Collection<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(headerSize + body.count)
+        appendHeader(length: body.count, to: &out)
+        out.append(contentsOf: body)
+        return out
+    }
+}
+
+/// Splits a byte stream into frames. A value type with no I/O: feed it bytes
+/// with `append` (or read straight into `writableTail`), then call `next()`
+/// until it answers nil ("need more bytes").
+///
+/// The length prefix is checked against the maximum before any byte of the
+/// body is buffered, so an announced 4 GiB frame costs nothing.
+public struct FrameDecoder: Sendable {
+    public let maximumFrameBytes: Int
+    private var storage: [UInt8]
+    private var readIndex = 0
+    private var writeIndex = 0
+    private static let shrinkThreshold = 1 << 20
+
+    public init(maximumFrameBytes: Int = Framing.defaultMaximumFrameBytes, initialCapacity: Int = 16 * 1024) {
+        self.maximumFrameBytes = maximumFrameBytes
+        self.storage = [UInt8](repeating: 0, count: initialCapacity)
+    }
+
+    /// Bytes received but not yet returned as frames.
+    public var bufferedByteCount: Int { writeIndex - readIndex }
+
+    /// Appends received bytes.
+    public mutating func append(_ bytes: some Collection<UInt8>) {
+        reserveTail(bytes.count)
+        let start = writeIndex
+        storage.replaceSubrange(start..<(start + bytes.count), with: bytes)
+        writeIndex += bytes.count
+    }
+
+    /// Lets a reader write up to `capacity` bytes straight into the buffer;
+    /// `body` returns how many it wrote (or throws).
+    public mutating func writeTail<E: Error>(
+        capacity: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int
+    ) throws(E) -> Int {
+        reserveTail(capacity)
+        let start = writeIndex
+        let result = storage.withUnsafeMutableBytes { raw in
+            Result { () throws(E) -> Int in
+                try body(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + capacity)]))
+            }
+        }
+        let written = try result.get()
+        precondition(written >= 0 && written <= capacity)
+        writeIndex += written
+        return written
+    }
+
+    /// The next whole frame's body, or nil when more bytes are needed.
+    /// The returned slice shares the buffer: use it before the next append.
+    public mutating func next() throws(FrameError) -> ArraySlice<UInt8>? {
+        let available = writeIndex - readIndex
+        guard available >= Framing.headerSize else { return nil }
+        let length = storage.withUnsafeBytes { raw -> UInt32 in
+            var n: UInt32 = 0
+            for i in 0..<Framing.headerSize { n = n << 8 | UInt32(raw[readIndex + i]) }
+            return n
+        }
+        guard Int(length) <= maximumFrameBytes else {
+            throw .frameTooLarge(length: length, maximum: maximumFrameBytes)
+        }
+        let total = Framing.headerSize + Int(length)
+        guard available >= total else { return nil }
+        let bodyStart = readIndex + Framing.headerSize
+        readIndex += total
+        let body = storage[bodyStart..<(bodyStart + Int(length))]
+        if readIndex == writeIndex {
+            // Nothing left over: the next read starts at the front again, and
+            // a buffer grown for one large frame is given back.
+            readIndex = 0
+            writeIndex = 0
+            if storage.count > Self.shrinkThreshold {
+                storage = [UInt8](repeating: 0, count: Self.shrinkThreshold / 16)
+            }
+        }
+        return body
+    }
+
+    /// Makes room for `count` more bytes after `writeIndex`, moving unread
+    /// bytes to the front before growing.
+    private mutating func reserveTail(_ count: Int) {
+        if storage.count - writeIndex >= count { return }
+        let unread = writeIndex - readIndex
+        if readIndex > 0 {
+            if unread > 0 {
+                storage.withUnsafeMutableBytes { raw in
+                    let base = raw.baseAddress!
+                    (base).copyMemory(from: base + readIndex, byteCount: unread)
+                }
+            }
+            readIndex = 0
+            writeIndex = unread
+        }
+        if storage.count - writeIndex < count {
+            var newCount = max(storage.count * 2, 4096)
+            while newCount - writeIndex < count { newCount *= 2 }
+            storage.append(contentsOf: repeatElement(0, count: newCount - storage.count))
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/// The few Protobuf encoding primitives the envelope needs. Bodies are
+/// encoded by protobuf-c; the envelope around them is written here so a body
+/// encoded once can be spliced into every response without a copy through C
+/// (Protobuf allows an embedded message to be written as raw length-delimited
+/// bytes, and readers cannot tell the difference).
+public enum ProtoWriter {
+    public static let wireVarint: UInt32 = 0
+    public static let wireLengthDelimited: UInt32 = 2
+
+    @inlinable
+    public static func varintSize(_ value: UInt64) -> Int {
+        var v = value
+        var n = 1
+        while v >= 0x80 { v >>= 7; n += 1 }
+        return n
+    }
+
+    @inlinable
+    public static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
+        var v = value
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
+    }
+
+    @inlinable
+    public static func appendTag(field: UInt32, wireType: UInt32, to out: inout [UInt8]) {
+        appendVarint(UInt64(field << 3 | wireType), to: &out)
+    }
+
+    @inlinable
+    public static func tagSize(field: UInt32) -> Int { varintSize(UInt64(field << 3)) }
+}
+
+/// The field numbers of `Response.body`, which match `Request.method`.
+public enum MethodField: UInt32, Sendable, CaseIterable {
+    case serverInfo = 10
+    case listCities = 11
+    case getStore = 12
+    case getShelf = 13
+
+    /// The method's name as ServerInfo lists it.
+    public var methodName: String {
+        switch self {
+        case .serverInfo: "ServerInfo"
+        case .listCities: "ListCities"
+        case .getStore: "GetStore"
+        case .getShelf: "GetShelf"
+        }
+    }
+}
+
+/// Writes whole Response frames (length prefix included) into a buffer.
+public enum ResponseFrameWriter {
+    private static let idField: UInt32 = 1
+    private static let statusField: UInt32 = 2
+    private static let statusCodeField: UInt32 = 1
+    private static let statusMessageField: UInt32 = 2
+
+    /// Appends an OK response whose body is already encoded.
+    @inlinable
+    public static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(body.count)) + body.count
+        Framing.appendHeader(length: idSize + bodySize, to: &out)
+        if id != 0 {
+            ProtoWriter.appendTag(field: 1, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(id, to: &out)
+        }
+        ProtoWriter.appendTag(field: field.rawValue, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+        ProtoWriter.appendVarint(UInt64(body.count), to: &out)
+        out.append(contentsOf: body)
+    }
+
+    /// Appends an OK response whose body is already encoded.
+    public static func appendOK(id: UInt64, field: MethodField, body: [UInt8], to out: inout [UInt8]) {
+        body.withUnsafeBytes { appendOK(id: id, field: field, body: $0, to: &out) }
+    }
+
+    /// Appends a response that carries only a status (an error).
+    public static func appendStatus(id: UInt64, status: Status, to out: inout [UInt8]) {
+        let message = Array(status.message.utf8)
+        let code = UInt64(UInt32(bitPattern: status.code.rawValue))
+        var statusSize = 0
+        if code != 0 { statusSize += 1 + ProtoWriter.varintSize(code) }
+        if !message.isEmpty { statusSize += 1 + ProtoWriter.varintSize(UInt64(message.count)) + message.count }
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let total = idSize + 1 + ProtoWriter.varintSize(UInt64(statusSize)) + statusSize
+        Framing.appendHeader(length: total, to: &out)
+        if id != 0 {
+            ProtoWriter.appendTag(field: idField, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(id, to: &out)
+        }
+        ProtoWriter.appendTag(field: statusField, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+        ProtoWriter.appendVarint(UInt64(statusSize), to: &out)
+        if code != 0 {
+            ProtoWriter.appendTag(field: statusCodeField, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(code, to: &out)
+        }
+        if !message.isEmpty {
+            ProtoWriter.appendTag(field: statusMessageField, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+            ProtoWriter.appendVarint(UInt64(message.count), to: &out)
+            out.append(contentsOf: message)
+        }
+    }
+}

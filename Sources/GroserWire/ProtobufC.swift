@@ -1,0 +1,389 @@
+import CGroserProto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CProtobufC
+
+// The only file that touches protobuf-c memory. Encoding builds C structs in
+// an arena freed before returning; decoding unpacks, copies into Swift values
+// and frees in a `defer` in the same scope. No C pointer leaves this file.
+
+/// Owns every C allocation of one encode; frees them all at the end.
+private final class Arena {
+    private var blocks: [UnsafeMutableRawPointer] = []
+
+    deinit { for b in blocks { free(b) } }
+
+    func message<T>(_ type: T.Type, _ initialize: (UnsafeMutablePointer<T>) -> Void) -> UnsafeMutablePointer<T> {
+        let raw = calloc(1, MemoryLayout<T>.stride)!
+        blocks.append(raw)
+        let p = raw.bindMemory(to: T.self, capacity: 1)
+        initialize(p)
+        return p
+    }
+
+    func string(_ s: String) -> UnsafeMutablePointer<CChar> {
+        let p = strdup(s)!
+        blocks.append(UnsafeMutableRawPointer(p))
+        return p
+    }
+
+    func array<T>(_ items: [T]) -> UnsafeMutablePointer<T?> where T: _Pointer {
+        let raw = calloc(max(items.count, 1), MemoryLayout<T?>.stride)!
+        blocks.append(raw)
+        let p = raw.bindMemory(to: T?.self, capacity: max(items.count, 1))
+        for (i, item) in items.enumerated() { p[i] = item }
+        return p
+    }
+}
+
+private func pack(_ message: UnsafePointer<ProtobufCMessage>) -> [UInt8] {
+    let size = protobuf_c_message_get_packed_size(message)
+    return [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, count in
+        count = protobuf_c_message_pack(message, buffer.baseAddress!)
+    }
+}
+
+private func withMessage<T, R>(_ p: UnsafeMutablePointer<T>, _ body: (UnsafePointer<ProtobufCMessage>) -> R) -> R {
+    UnsafeRawPointer(p).withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { body($0) }
+}
+
+private func str(_ p: UnsafeMutablePointer<CChar>?) -> String {
+    guard let p else { return "" }
+    return String(cString: p)
+}
+
+private func items<T>(_ p: UnsafeMutablePointer<UnsafeMutablePointer<T>?>?, _ n: Int) -> [UnsafeMutablePointer<T>] {
+    guard let p, n > 0 else { return [] }
+    return (0..<n).compactMap { p[$0] }
+}
+
+// MARK: - Catalog model <-> C
+
+extension Arena {
+    func money(_ m: Money) -> UnsafeMutablePointer<Groser__V1__Money> {
+        message(Groser__V1__Money.self) { p in
+            groser__v1__money__init(p)
+            p.pointee.minor_units = m.minorUnits
+            p.pointee.currency = string(m.currency)
+        }
+    }
+
+    func product(_ v: Product) -> UnsafeMutablePointer<Groser__V1__Product> {
+        message(Groser__V1__Product.self) { p in
+            groser__v1__product__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.name = string(v.name)
+            p.pointee.brand = string(v.brand)
+            p.pointee.unit = string(v.unit)
+            p.pointee.unit_size = v.unitSize
+            p.pointee.price = money(v.price)
+            p.pointee.image_url = string(v.imageURL)
+            p.pointee.out_of_stock = v.outOfStock ? 1 : 0
+            p.pointee.often_out_of_stock = v.oftenOutOfStock ? 1 : 0
+            p.pointee.shelf_uid = string(v.shelfUID)
+        }
+    }
+
+    func shelf(_ v: Shelf) -> UnsafeMutablePointer<Groser__V1__Shelf> {
+        message(Groser__V1__Shelf.self) { p in
+            groser__v1__shelf__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.name = string(v.name)
+            p.pointee.product_count = v.productCount
+            p.pointee.n_products = v.products.count
+            p.pointee.products = array(v.products.map(product))
+        }
+    }
+
+    func department(_ v: Department) -> UnsafeMutablePointer<Groser__V1__Department> {
+        message(Groser__V1__Department.self) { p in
+            groser__v1__department__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.name = string(v.name)
+            p.pointee.n_shelves = v.shelves.count
+            p.pointee.shelves = array(v.shelves.map(shelf))
+        }
+    }
+
+    func storeSummary(_ v: StoreSummary) -> UnsafeMutablePointer<Groser__V1__StoreSummary> {
+        message(Groser__V1__StoreSummary.self) { p in
+            groser__v1__store_summary__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.name = string(v.name)
+            p.pointee.chain = string(v.chain)
+            p.pointee.address = string(v.address)
+            p.pointee.city_uid = string(v.cityUID)
+        }
+    }
+
+    func store(_ v: Store) -> UnsafeMutablePointer<Groser__V1__Store> {
+        message(Groser__V1__Store.self) { p in
+            groser__v1__store__init(p)
+            p.pointee.summary = storeSummary(v.summary)
+            p.pointee.n_departments = v.departments.count
+            p.pointee.departments = array(v.departments.map(department))
+        }
+    }
+
+    func city(_ v: City) -> UnsafeMutablePointer<Groser__V1__City> {
+        message(Groser__V1__City.self) { p in
+            groser__v1__city__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.code = string(v.code)
+            p.pointee.name = string(v.name)
+            p.pointee.n_stores = v.stores.count
+            p.pointee.stores = array(v.stores.map(storeSummary))
+            p.pointee.default_store_uid = string(v.defaultStoreUID)
+        }
+    }
+}
+
+private func money(_ p: UnsafeMutablePointer<Groser__V1__Money>?) -> Money {
+    guard let p else { return Money(minorUnits: 0, currency: "") }
+    return Money(minorUnits: p.pointee.minor_units, currency: str(p.pointee.currency))
+}
+
+private func product(_ p: UnsafeMutablePointer<Groser__V1__Product>) -> Product {
+    let c = p.pointee
+    return Product(uid: str(c.uid), name: str(c.name), brand: str(c.brand), unit: str(c.unit),
+                   unitSize: c.unit_size, price: money(c.price), imageURL: str(c.image_url),
+                   outOfStock: c.out_of_stock != 0, oftenOutOfStock: c.often_out_of_stock != 0,
+                   shelfUID: str(c.shelf_uid))
+}
+
+private func shelf(_ p: UnsafeMutablePointer<Groser__V1__Shelf>?) -> Shelf {
+    guard let c = p?.pointee else { return Shelf(uid: "", name: "", productCount: 0) }
+    return Shelf(uid: str(c.uid), name: str(c.name), productCount: c.product_count,
+                 products: items(c.products, c.n_products).map(product))
+}
+
+private func department(_ p: UnsafeMutablePointer<Groser__V1__Department>) -> Department {
+    let c = p.pointee
+    return Department(uid: str(c.uid), name: str(c.name), shelves: items(c.shelves, c.n_shelves).map(shelf))
+}
+
+private func storeSummary(_ p: UnsafeMutablePointer<Groser__V1__StoreSummary>?) -> StoreSummary {
+    guard let c = p?.pointee else { return StoreSummary(uid: "", name: "", chain: "", address: "", cityUID: "") }
+    return StoreSummary(uid: str(c.uid), name: str(c.name), chain: str(c.chain),
+                        address: str(c.address), cityUID: str(c.city_uid))
+}
+
+private func store(_ p: UnsafeMutablePointer<Groser__V1__Store>?) -> Store {
+    guard let c = p?.pointee else { return Store(summary: storeSummary(nil), departments: []) }
+    return Store(summary: storeSummary(c.summary), departments: items(c.departments, c.n_departments).map(department))
+}
+
+private func city(_ p: UnsafeMutablePointer<Groser__V1__City>?) -> City {
+    guard let c = p?.pointee else { return City(uid: "", code: "", name: "", stores: [], defaultStoreUID: "") }
+    return City(uid: str(c.uid), code: str(c.code), name: str(c.name),
+                stores: items(c.stores, c.n_stores).map(storeSummary), defaultStoreUID: str(c.default_store_uid))
+}
+
+// MARK: - Response bodies
+
+/// Encodes response bodies (the message inside `Response.body`) with protobuf-c.
+public enum BodyEncoder {
+    public static func serverInfo(_ v: ServerInfo) -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__ServerInfoResponse.self) { p in
+            groser__v1__server_info_response__init(p)
+            p.pointee.server_version = arena.string(v.serverVersion)
+            p.pointee.protocol_version = v.protocolVersion
+            p.pointee.uptime_ms = v.uptimeMilliseconds
+            p.pointee.catalog_version = v.catalogVersion
+            p.pointee.n_methods = v.methods.count
+            p.pointee.methods = arena.array(v.methods.map(arena.string))
+        }
+        return withMessage(p, pack)
+    }
+
+    public static func listCities(_ v: CityList) -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__ListCitiesResponse.self) { p in
+            groser__v1__list_cities_response__init(p)
+            p.pointee.n_cities = v.cities.count
+            p.pointee.cities = arena.array(v.cities.map(arena.city))
+            p.pointee.catalog_version = v.catalogVersion
+        }
+        return withMessage(p, pack)
+    }
+
+    public static func getStore(_ v: StoreCatalog) -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__GetStoreResponse.self) { p in
+            groser__v1__get_store_response__init(p)
+            p.pointee.store = arena.store(v.store)
+            p.pointee.city = arena.city(v.city)
+            p.pointee.catalog_version = v.catalogVersion
+        }
+        return withMessage(p, pack)
+    }
+
+    public static func getShelf(_ v: ShelfContents) -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__GetShelfResponse.self) { p in
+            groser__v1__get_shelf_response__init(p)
+            p.pointee.shelf = arena.shelf(v.shelf)
+            p.pointee.store_uid = arena.string(v.storeUID)
+            p.pointee.department_uid = arena.string(v.departmentUID)
+            p.pointee.catalog_version = v.catalogVersion
+        }
+        return withMessage(p, pack)
+    }
+}
+
+// MARK: - Requests
+
+extension Request {
+    /// The request's Protobuf encoding (without the frame's length prefix).
+    public func encoded() -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__Request.self) { p in
+            groser__v1__request__init(p)
+            p.pointee.id = id
+            p.pointee.deadline_ms = deadlineMilliseconds
+            switch method {
+            case .serverInfo:
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SERVER_INFO
+                p.pointee.server_info = arena.message(Groser__V1__ServerInfoRequest.self) { groser__v1__server_info_request__init($0) }
+            case .listCities:
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_CITIES
+                p.pointee.list_cities = arena.message(Groser__V1__ListCitiesRequest.self) { groser__v1__list_cities_request__init($0) }
+            case .getStore(let selector, let includeProducts):
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_STORE
+                p.pointee.get_store = arena.message(Groser__V1__GetStoreRequest.self) { g in
+                    groser__v1__get_store_request__init(g)
+                    g.pointee.include_products = includeProducts ? 1 : 0
+                    switch selector {
+                    case .cityCode(let s)?:
+                        g.pointee.selector_case = GROSER__V1__GET_STORE_REQUEST__SELECTOR_CITY_CODE
+                        g.pointee.city_code = arena.string(s)
+                    case .cityUID(let s)?:
+                        g.pointee.selector_case = GROSER__V1__GET_STORE_REQUEST__SELECTOR_CITY_UID
+                        g.pointee.city_uid = arena.string(s)
+                    case .storeUID(let s)?:
+                        g.pointee.selector_case = GROSER__V1__GET_STORE_REQUEST__SELECTOR_STORE_UID
+                        g.pointee.store_uid = arena.string(s)
+                    case nil:
+                        break
+                    }
+                }
+            case .getShelf(let uid):
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_SHELF
+                p.pointee.get_shelf = arena.message(Groser__V1__GetShelfRequest.self) { g in
+                    groser__v1__get_shelf_request__init(g)
+                    g.pointee.shelf_uid = arena.string(uid)
+                }
+            case .unknown:
+                break
+            }
+        }
+        return withMessage(p, pack)
+    }
+
+    /// Reads a Request from a frame's body.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Request {
+        guard let p = groser__v1__request__unpack(nil, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {
+            throw DecodingError("the frame is not a valid groser.v1.Request message")
+        }
+        defer { groser__v1__request__free_unpacked(p, nil) }
+        let c = p.pointee
+        let method: RequestMethod
+        switch c.method_case {
+        case GROSER__V1__REQUEST__METHOD_SERVER_INFO: method = .serverInfo
+        case GROSER__V1__REQUEST__METHOD_LIST_CITIES: method = .listCities
+        case GROSER__V1__REQUEST__METHOD_GET_STORE:
+            let g = c.get_store.pointee
+            let selector: StoreSelector?
+            switch g.selector_case {
+            case GROSER__V1__GET_STORE_REQUEST__SELECTOR_CITY_CODE: selector = .cityCode(str(g.city_code))
+            case GROSER__V1__GET_STORE_REQUEST__SELECTOR_CITY_UID: selector = .cityUID(str(g.city_uid))
+            case GROSER__V1__GET_STORE_REQUEST__SELECTOR_STORE_UID: selector = .storeUID(str(g.store_uid))
+            default: selector = nil
+            }
+            method = .getStore(selector: selector, includeProducts: g.include_products != 0)
+        case GROSER__V1__REQUEST__METHOD_GET_SHELF:
+            method = .getShelf(shelfUID: str(c.get_shelf.pointee.shelf_uid))
+        default:
+            method = .unknown
+        }
+        return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
+    }
+
+    /// Reads a Request from a frame's body.
+    public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> Request {
+        let result = bytes.withContiguousStorageIfAvailable { raw in
+            Result { () throws(DecodingError) -> Request in try decode(UnsafeRawBufferPointer(raw)) }
+        } ?? Array(bytes).withUnsafeBytes { raw in
+            Result { () throws(DecodingError) -> Request in try decode(raw) }
+        }
+        return try result.get()
+    }
+}
+
+// MARK: - Responses
+
+extension Response {
+    /// Reads a Response from a frame's body.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Response {
+        guard let p = groser__v1__response__unpack(nil, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {
+            throw DecodingError("the frame is not a valid groser.v1.Response message")
+        }
+        defer { groser__v1__response__free_unpacked(p, nil) }
+        let c = p.pointee
+        var status = Status.ok
+        if let s = c.status?.pointee {
+            status = Status(StatusCode(rawValue: Int32(bitPattern: s.code.rawValue)), str(s.message))
+        }
+        let body: ResponseBody
+        switch c.body_case {
+        case GROSER__V1__RESPONSE__BODY_SERVER_INFO:
+            let b = c.server_info.pointee
+            var methods: [String] = []
+            if let m = b.methods { for i in 0..<b.n_methods { methods.append(str(m[i])) } }
+            body = .serverInfo(ServerInfo(serverVersion: str(b.server_version), protocolVersion: b.protocol_version,
+                                          uptimeMilliseconds: b.uptime_ms, catalogVersion: b.catalog_version,
+                                          methods: methods))
+        case GROSER__V1__RESPONSE__BODY_LIST_CITIES:
+            let b = c.list_cities.pointee
+            body = .listCities(CityList(cities: items(b.cities, b.n_cities).map(city), catalogVersion: b.catalog_version))
+        case GROSER__V1__RESPONSE__BODY_GET_STORE:
+            let b = c.get_store.pointee
+            body = .getStore(StoreCatalog(store: store(b.store), city: city(b.city), catalogVersion: b.catalog_version))
+        case GROSER__V1__RESPONSE__BODY_GET_SHELF:
+            let b = c.get_shelf.pointee
+            body = .getShelf(ShelfContents(shelf: shelf(b.shelf), storeUID: str(b.store_uid),
+                                           departmentUID: str(b.department_uid), catalogVersion: b.catalog_version))
+        default:
+            body = .none
+        }
+        return Response(id: c.id, status: status, body: body)
+    }
+
+    /// Reads a Response from a frame's body.
+    public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> Response {
+        let result = bytes.withContiguousStorageIfAvailable { raw in
+            Result { () throws(DecodingError) -> Response in try decode(UnsafeRawBufferPointer(raw)) }
+        } ?? Array(bytes).withUnsafeBytes { raw in
+            Result { () throws(DecodingError) -> Response in try decode(raw) }
+        }
+        return try result.get()
+    }
+
+    /// The response's Protobuf encoding (without the length prefix), as the
+    /// server writes it: the envelope by hand, the body by protobuf-c.
+    public func encodedFrame() -> [UInt8] {
+        var out: [UInt8] = []
+        switch body {
+        case .none: ResponseFrameWriter.appendStatus(id: id, status: status, to: &out)
+        case .serverInfo(let v): ResponseFrameWriter.appendOK(id: id, field: .serverInfo, body: BodyEncoder.serverInfo(v), to: &out)
+        case .listCities(let v): ResponseFrameWriter.appendOK(id: id, field: .listCities, body: BodyEncoder.listCities(v), to: &out)
+        case .getStore(let v): ResponseFrameWriter.appendOK(id: id, field: .getStore, body: BodyEncoder.getStore(v), to: &out)
+        case .getShelf(let v): ResponseFrameWriter.appendOK(id: id, field: .getShelf, body: BodyEncoder.getShelf(v), to: &out)
+        }
+        return out
+    }
+}
