@@ -14,3 +14,6 @@ static inline int groser_peercred(int fd, struct groser_ucred *out) {
     socklen_t len = sizeof(*out);
     return getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, out, &len);
 }
+
+#include <pthread.h>
+extern int pthread_setname_np(pthread_t thread, const char *name);

@@ -179,7 +179,12 @@ class Client:
 
     def _fill(self) -> None:
         """Read what the socket has (at least one byte, blocking up to the timeout)."""
-        chunk = self._socket().recv(65536)
+        try:
+            chunk = self._socket().recv(65536)
+        except ConnectionResetError as exc:
+            # Seen after the server closes with our unread bytes still queued
+            # (e.g. after RESOURCE_EXHAUSTED); frames it sent before are read first.
+            raise ProtocolError("connection reset by the server") from exc
         if not chunk:
             raise ProtocolError(
                 "connection closed by the server"

@@ -1,0 +1,48 @@
+import GroserSystem
+import GroserWire
+
+/// One client connection, owned by the event loop that accepted it.
+/// The output buffer takes any frame the loop appends, asked for or not,
+/// so server-pushed frames need no new machinery.
+final class Connection {
+    let socket: Socket
+    let peer: PeerCredentials?
+    var decoder: FrameDecoder
+    /// Encoded response frames not yet written, from `outputOffset` on.
+    var output: [UInt8] = []
+    var outputOffset = 0
+    /// The events epoll watches for on this connection.
+    var registered: EpollEvents = [.readable, .readHangup]
+    /// No more reading: the peer closed, or the stream is unusable.
+    var closeAfterFlush = false
+    /// Reading paused until pending output drains (backpressure).
+    var readPaused = false
+
+    init(socket: Socket, peer: PeerCredentials?, maximumFrameBytes: Int) {
+        self.socket = socket
+        self.peer = peer
+        self.decoder = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 4096)
+    }
+
+    var pendingOutputBytes: Int { output.count - outputOffset }
+
+    /// Writes as much pending output as the socket takes. Returns false when
+    /// the connection failed and must be closed.
+    func flush() -> Bool {
+        while outputOffset < output.count {
+            let result = output.withUnsafeBytes { raw in
+                Result { () throws(Errno) -> IOResult in
+                    try socket.write(UnsafeRawBufferPointer(rebasing: raw[outputOffset...]))
+                }
+            }
+            switch result {
+            case .success(.processed(let n)): outputOffset += n
+            case .success(.wouldBlock): return true
+            case .failure: return false
+            }
+        }
+        output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
+        outputOffset = 0
+        return true
+    }
+}

@@ -1,0 +1,80 @@
+/// groserd's command line.
+public enum DaemonArguments {
+    public static let usage = """
+    usage: groserd [options]
+
+    Serves the groser grocery catalog over a Unix domain socket.
+
+    options:
+      --socket PATH            socket to listen on (default: $GROSER_SOCKET, else
+                               $XDG_RUNTIME_DIR/groser/groserd.sock, else /tmp/groser-UID/groserd.sock)
+      --data DIR               data directory holding groser.sqlite3 (default:
+                               $XDG_DATA_HOME/groser, else ~/.local/share/groser)
+      --image-base-url URL     scheme://host:port put before relative image URLs
+                               (default: http://localhost:8080)
+      --max-frame-bytes N      largest accepted frame body (default: 4194304)
+      --threads N              event loop threads (default: one per core)
+      --log-level LEVEL        debug, info, warning or error (default: info)
+      -h, --help               show this help
+    """
+
+    /// What the command line asks for.
+    public enum Parsed: Sendable {
+        case run(ServerConfig)
+        case help
+    }
+
+    /// Parses `arguments` (without the program name).
+    public static func parse(_ arguments: [String]) throws(ServerError) -> Parsed {
+        var config = ServerConfig()
+        var i = 0
+        func value(_ name: String) throws(ServerError) -> String {
+            i += 1
+            guard i < arguments.count else { throw ServerError("\(name) needs a value") }
+            return arguments[i]
+        }
+        func positive(_ name: String, _ text: String, upTo limit: Int) throws(ServerError) -> Int {
+            guard let n = Int(text), n > 0, n <= limit else {
+                throw ServerError("\(name) must be a whole number from 1 to \(limit), not \"\(text)\"")
+            }
+            return n
+        }
+        while i < arguments.count {
+            let arg = arguments[i]
+            // Accept both "--name value" and "--name=value".
+            var name = arg
+            var inline: String?
+            if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+                name = String(arg[..<eq])
+                inline = String(arg[arg.index(after: eq)...])
+            }
+            func v() throws(ServerError) -> String {
+                if let inline { return inline }
+                return try value(name)
+            }
+            switch name {
+            case "-h", "--help": return .help
+            case "--socket": config.socketPath = try v()
+            case "--data": config.dataDirectory = try v()
+            case "--image-base-url":
+                let url = try v()
+                guard url.contains("://") else {
+                    throw ServerError("--image-base-url must look like scheme://host:port, not \"\(url)\"")
+                }
+                config.imageBaseURL = url
+            case "--max-frame-bytes": config.maximumFrameBytes = try positive(name, v(), upTo: 1 << 30)
+            case "--threads": config.threads = try positive(name, v(), upTo: 256)
+            case "--log-level":
+                let text = try v()
+                guard let level = LogLevel(name: text) else {
+                    throw ServerError("--log-level must be debug, info, warning or error, not \"\(text)\"")
+                }
+                config.logLevel = level
+            default:
+                throw ServerError("unknown option \"\(arg)\" (see groserd --help)")
+            }
+            i += 1
+        }
+        return .run(config)
+    }
+}

@@ -1,0 +1,108 @@
+import GroserSystem
+import GroserWire
+
+/// Turns request frames into response frames: a function of (request,
+/// state) with no I/O, so tests call it directly and the socket layer only
+/// moves bytes.
+public struct RequestHandler: Sendable {
+    let catalog: EncodedCatalog
+    let startedAtNanoseconds: UInt64
+
+    public init(catalog: EncodedCatalog, startedAtNanoseconds: UInt64) {
+        self.catalog = catalog
+        self.startedAtNanoseconds = startedAtNanoseconds
+    }
+
+    /// Answers one frame body, appending one whole response frame to `out`.
+    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, into out: inout [UInt8]) {
+        let request: Request
+        do {
+            request = try Request.decode(body)
+        } catch {
+            ResponseFrameWriter.appendStatus(
+                id: 0, status: Status(.invalidArgument, "The frame is not a valid groser.v1.Request message."),
+                to: &out)
+            return
+        }
+        respond(to: request, receivedAt: receivedAt, into: &out)
+    }
+
+    /// Answers one decoded request.
+    public func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
+        if request.deadlineMilliseconds != 0 {
+            let elapsed = monotonicNanoseconds() &- receivedAt
+            if elapsed > UInt64(request.deadlineMilliseconds) * 1_000_000 {
+                fail(request.id, .deadlineExceeded, "The request's deadline of \(request.deadlineMilliseconds) ms passed before it was served.", &out)
+                return
+            }
+        }
+        switch request.method {
+        case .serverInfo:
+            let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000
+            var body = catalog.serverInfoStaticBody
+            // Protobuf merges concatenated encodings, so the uptime field can
+            // follow the body encoded once per catalog version.
+            ProtoWriter.appendTag(field: 3, wireType: ProtoWriter.wireVarint, to: &body)
+            ProtoWriter.appendVarint(uptime, to: &body)
+            ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body, to: &out)
+
+        case .listCities:
+            ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: catalog.listCitiesBody, to: &out)
+
+        case .getStore(let selector, let includeProducts):
+            let storeUID: String?
+            switch selector {
+            case nil:
+                fail(request.id, .invalidArgument, "GetStore needs one of city_code, city_uid or store_uid.", &out)
+                return
+            case .cityCode(let code):
+                guard !code.isEmpty else {
+                    fail(request.id, .invalidArgument, "GetStore's city_code is empty.", &out)
+                    return
+                }
+                storeUID = catalog.defaultStoreByCityCode[code.uppercased()]
+                if storeUID == nil {
+                    fail(request.id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
+                    return
+                }
+            case .cityUID(let uid):
+                storeUID = catalog.defaultStoreByCityUID[uid]
+                if storeUID == nil {
+                    fail(request.id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
+                    return
+                }
+            case .storeUID(let uid):
+                storeUID = uid
+            }
+            guard let uid = storeUID, let bodies = catalog.storeBodies[uid] else {
+                fail(request.id, .notFound, "No store has the uid \"\(printable(storeUID ?? ""))\".", &out)
+                return
+            }
+            let body = includeProducts ? bodies.withProducts : bodies.summary
+            ResponseFrameWriter.appendOK(id: request.id, field: .getStore, body: body, to: &out)
+
+        case .getShelf(let uid):
+            guard !uid.isEmpty else {
+                fail(request.id, .invalidArgument, "GetShelf's shelf_uid is empty.", &out)
+                return
+            }
+            guard let body = catalog.shelfBodies[uid] else {
+                fail(request.id, .notFound, "No shelf has the uid \"\(printable(uid))\".", &out)
+                return
+            }
+            ResponseFrameWriter.appendOK(id: request.id, field: .getShelf, body: body, to: &out)
+
+        case .unknown:
+            fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
+        }
+    }
+
+    private func fail(_ id: UInt64, _ code: StatusCode, _ message: String, _ out: inout [UInt8]) {
+        ResponseFrameWriter.appendStatus(id: id, status: Status(code, message), to: &out)
+    }
+
+    /// A client-supplied string cut to a length fit for one error sentence.
+    private func printable(_ s: String) -> String {
+        s.count <= 64 ? s : String(s.prefix(64)) + "…"
+    }
+}

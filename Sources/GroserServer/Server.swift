@@ -1,0 +1,138 @@
+import GroserStorage
+import GroserSystem
+import Synchronization
+
+/// Why the daemon cannot start or run.
+public struct ServerError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// groserd: the listening socket, the event loops, and their lifecycle
+/// (notStarted → running → stopping → stopped).
+public final class Server: Sendable {
+    private enum State {
+        case notStarted
+        case running(loops: [EventLoop], threads: [OSThread], listener: Socket)
+        case stopping
+        case stopped
+    }
+
+    public let config: ServerConfig
+    public let service: CatalogService
+    private let logger: Logger
+    private let state = Mutex<State>(.notStarted)
+    private let stopRequested = Atomic<Bool>(false)
+
+    public init(config: ServerConfig, service: CatalogService, logger: Logger) {
+        self.config = config
+        self.service = service
+        self.logger = logger
+    }
+
+    /// Binds the socket and starts the event loops.
+    public func start() throws(ServerError) {
+        let listener = try bindListener()
+        var loops: [EventLoop] = []
+        var threads: [OSThread] = []
+        do {
+            for i in 0..<max(1, config.threads) {
+                loops.append(try EventLoop(index: i, listener: listener, service: service, config: config,
+                                           logger: logger, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
+            }
+            for loop in loops {
+                threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })
+            }
+        } catch {
+            listener.close()
+            try? Files.remove(config.socketPath)
+            throw ServerError("cannot start the event loops: \(error)")
+        }
+        state.withLock { $0 = .running(loops: loops, threads: threads, listener: listener) }
+        logger.info("listening on \(config.socketPath) with \(loops.count) event loop(s); catalog version \(service.current.version)")
+    }
+
+    /// Asks the loops to stop: they stop accepting, answer what they have
+    /// read, flush and close. Safe from any thread, any number of times.
+    public func shutdown() {
+        guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        logger.info("shutting down")
+        // Loops started after this see the flag before their first wait.
+        let loops: [EventLoop] = state.withLock { state in
+            guard case .running(let loops, _, _) = state else { return [] }
+            return loops
+        }
+        for loop in loops { loop.wake() }
+    }
+
+    /// Blocks until the loops have stopped, then closes and removes the socket.
+    public func waitUntilStopped() {
+        // The state stays `running` while the loops drain, so `shutdown`
+        // can still find them to wake.
+        let taken: (threads: [OSThread], listener: Socket)? = state.withLock { state in
+            guard case .running(_, let threads, let listener) = state else { return nil }
+            return (threads, listener)
+        }
+        guard let (threads, listener) = taken else { return }
+        for t in threads { t.join() }
+        state.withLock { $0 = .stopping }
+        listener.close()
+        try? Files.remove(config.socketPath)
+        state.withLock { $0 = .stopped }
+        logger.info("stopped; removed \(config.socketPath)")
+    }
+
+    /// Creates the listening socket, refusing when a live daemon answers on
+    /// the path and replacing a stale socket file left by a crash.
+    private func bindListener() throws(ServerError) -> Socket {
+        let path = config.socketPath
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if !directory.isEmpty, !Files.exists(directory) {
+            do { try Files.makeDirectories(directory, mode: 0o700) } catch {
+                throw ServerError("cannot create the socket's directory \(directory): \(error)")
+            }
+        }
+        if Files.exists(path) {
+            guard Files.isSocket(path) else {
+                throw ServerError("\(path) exists and is not a socket; refusing to replace it")
+            }
+            if Self.isLive(path) {
+                throw ServerError("another groserd is already answering on \(path)")
+            }
+            logger.info("removing stale socket \(path) left by an earlier run")
+            do { try Files.remove(path) } catch {
+                throw ServerError("cannot remove the stale socket \(path): \(error)")
+            }
+        }
+        switch Result(catching: { () throws(Errno) -> Socket in try Self.listen(path) }) {
+        case .success(let socket): return socket
+        case .failure(.addressInUse): throw ServerError("another groserd is already answering on \(path)")
+        case .failure(.nameTooLong): throw ServerError("the socket path \(path) is too long (Linux allows 107 bytes)")
+        case .failure(let error): throw ServerError("cannot listen on \(path): \(error)")
+        }
+    }
+
+    private static func listen(_ path: String) throws(Errno) -> Socket {
+        let socket = try Socket.unixStream(nonBlocking: true)
+        do {
+            try socket.bind(path: path, mode: 0o660)
+            try socket.listen(backlog: 1024)
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
+    /// True when something accepts connections at `path`.
+    static func isLive(_ path: String) -> Bool {
+        guard let probe = try? Socket.unixStream(nonBlocking: false) else { return false }
+        defer { probe.close() }
+        do {
+            try probe.connect(path: path)
+            return true
+        } catch {
+            return false
+        }
+    }
+}

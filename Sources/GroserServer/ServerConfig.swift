@@ -1,0 +1,46 @@
+import GroserSystem
+
+/// Everything `groserd` can be told on its command line.
+public struct ServerConfig: Sendable {
+    public var socketPath: String
+    public var dataDirectory: String
+    /// scheme://host:port put in front of relative product image URLs.
+    public var imageBaseURL: String
+    public var maximumFrameBytes: Int
+    /// Event loop threads; one per core by default.
+    public var threads: Int
+    public var logLevel: LogLevel
+    /// Unsent response bytes above which a connection is no longer read
+    /// until its client catches up (backpressure).
+    public var maximumPendingOutputBytes: Int
+
+    public init(socketPath: String = ServerConfig.defaultSocketPath(),
+                dataDirectory: String = ServerConfig.defaultDataDirectory(),
+                imageBaseURL: String = "http://localhost:8080",
+                maximumFrameBytes: Int = 4 * 1024 * 1024,
+                threads: Int = max(1, ProcessInfo.processorCount),
+                logLevel: LogLevel = .info,
+                maximumPendingOutputBytes: Int = 8 * 1024 * 1024) {
+        self.socketPath = socketPath
+        self.dataDirectory = dataDirectory
+        self.imageBaseURL = imageBaseURL
+        self.maximumFrameBytes = maximumFrameBytes
+        self.threads = threads
+        self.logLevel = logLevel
+        self.maximumPendingOutputBytes = maximumPendingOutputBytes
+    }
+
+    /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
+    /// `/tmp/groser-<uid>/groserd.sock`. Shared by the daemon and its clients.
+    public static func defaultSocketPath() -> String {
+        if let path = ProcessInfo.environment("GROSER_SOCKET") { return path }
+        if let runtime = ProcessInfo.environment("XDG_RUNTIME_DIR") { return runtime + "/groser/groserd.sock" }
+        return "/tmp/groser-\(ProcessInfo.userID)/groserd.sock"
+    }
+
+    /// `$XDG_DATA_HOME/groser`, else `~/.local/share/groser`.
+    public static func defaultDataDirectory() -> String {
+        if let data = ProcessInfo.environment("XDG_DATA_HOME") { return data + "/groser" }
+        return ProcessInfo.homeDirectory + "/.local/share/groser"
+    }
+}

@@ -1,0 +1,119 @@
+import CSQLite
+
+/// A storage failure: a readable sentence, with SQLite's own message.
+public struct StorageError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+// SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot import it.
+private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// One SQLite connection. Not thread-safe by itself: its owner serialises use.
+final class SQLiteConnection {
+    private(set) var handle: OpaquePointer?
+
+    init(path: String) throws(StorageError) {
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            handle = nil
+            throw StorageError("cannot open the database \(path): \(message)")
+        }
+        sqlite3_busy_timeout(handle, 5000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    var lastError: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// Runs one or more statements that return no rows.
+    func execute(_ sql: String) throws(StorageError) {
+        var error: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(handle, sql, nil, nil, &error) != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? lastError
+            sqlite3_free(error)
+            throw StorageError("SQLite: \(message)")
+        }
+    }
+
+    func prepare(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+            throw StorageError("SQLite cannot prepare \(sql.prefix(40))…: \(lastError)")
+        }
+        return SQLiteStatement(stmt, connection: self)
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+/// A prepared statement; finalized when released.
+final class SQLiteStatement {
+    private let stmt: OpaquePointer
+    private let connection: SQLiteConnection
+
+    init(_ stmt: OpaquePointer, connection: SQLiteConnection) {
+        self.stmt = stmt
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(stmt) }
+
+    /// Binds parameters 1...n in order and resets the statement for a new run.
+    @discardableResult
+    func bind(_ values: SQLiteValue...) -> SQLiteStatement {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+        for (i, v) in values.enumerated() {
+            let index = Int32(i + 1)
+            switch v {
+            case .integer(let n): sqlite3_bind_int64(stmt, index, n)
+            case .text(let s): sqlite3_bind_text(stmt, index, s, -1, transient)
+            case .null: sqlite3_bind_null(stmt, index)
+            }
+        }
+        return self
+    }
+
+    /// Steps once: true when a row is ready, false when done.
+    func step() throws(StorageError) -> Bool {
+        switch sqlite3_step(stmt) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw StorageError("SQLite: \(connection.lastError)")
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(StorageError) {
+        while try step() {}
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+
+    func text(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(stmt, column) else { return "" }
+        return String(cString: p)
+    }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+    case integer(Int64)
+    case text(String)
+    case null
+}

@@ -1,0 +1,179 @@
+import GroserWire
+import Synchronization
+
+/// The embedded store: one SQLite database file in WAL mode. On first open
+/// of an empty database it creates the schema and loads the built-in sample
+/// catalog in one transaction.
+public final class SQLiteCatalogStore: CatalogStore {
+    /// The database file's name inside the data directory.
+    public static let fileName = "groser.sqlite3"
+    static let schemaVersion: Int64 = 1
+
+    private let connection: Mutex<SQLiteConnection>
+    /// The database file's path.
+    public let path: String
+
+    /// Opens (creating when missing) the database at `path`.
+    /// - Parameter seedSampleCatalog: load the sample catalog into an empty database.
+    public init(path: String, seedSampleCatalog: Bool = true) throws(StorageError) {
+        self.path = path
+        let db = try SQLiteConnection(path: path)
+        // WAL with synchronous=FULL: a commit is on disk before it returns,
+        // so an acknowledged write survives a crash of the daemon.
+        try db.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+        try Self.migrate(db)
+        if seedSampleCatalog, try Self.isEmpty(db) {
+            try Self.insert(SampleCatalog.make(), into: db)
+        }
+        connection = Mutex(db)
+    }
+
+    /// Opens `groser.sqlite3` in `directory`.
+    public convenience init(directory: String, seedSampleCatalog: Bool = true) throws(StorageError) {
+        try self.init(path: directory + "/" + Self.fileName, seedSampleCatalog: seedSampleCatalog)
+    }
+
+    private static func migrate(_ db: SQLiteConnection) throws(StorageError) {
+        let stmt = try db.prepare("PRAGMA user_version")
+        _ = try stmt.step()
+        let version = stmt.int(0)
+        if version == schemaVersion { return }
+        guard version == 0 else {
+            throw StorageError("the database has schema version \(version), newer than this groserd's \(schemaVersion)")
+        }
+        try db.transaction { () throws(StorageError) in
+            try db.execute("""
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            INSERT INTO meta VALUES ('catalog_version', 1);
+            CREATE TABLE cities(
+                uid TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+                default_store_uid TEXT NOT NULL);
+            CREATE TABLE stores(
+                uid TEXT PRIMARY KEY, city_uid TEXT NOT NULL REFERENCES cities(uid),
+                position INTEGER NOT NULL, name TEXT NOT NULL, chain TEXT NOT NULL, address TEXT NOT NULL);
+            CREATE TABLE departments(
+                uid TEXT PRIMARY KEY, store_uid TEXT NOT NULL REFERENCES stores(uid),
+                position INTEGER NOT NULL, name TEXT NOT NULL);
+            CREATE TABLE shelves(
+                uid TEXT PRIMARY KEY, department_uid TEXT NOT NULL REFERENCES departments(uid),
+                position INTEGER NOT NULL, name TEXT NOT NULL);
+            CREATE TABLE products(
+                uid TEXT PRIMARY KEY, shelf_uid TEXT NOT NULL REFERENCES shelves(uid),
+                name TEXT NOT NULL, brand TEXT NOT NULL, unit TEXT NOT NULL, unit_size INTEGER NOT NULL,
+                price_minor INTEGER NOT NULL CHECK (price_minor >= 0), currency TEXT NOT NULL,
+                image_url TEXT NOT NULL, stock INTEGER NOT NULL CHECK (stock >= 0),
+                often_out_of_stock INTEGER NOT NULL);
+            CREATE INDEX products_by_shelf ON products(shelf_uid, name);
+            PRAGMA user_version = \(schemaVersion);
+            """)
+        }
+    }
+
+    private static func isEmpty(_ db: SQLiteConnection) throws(StorageError) -> Bool {
+        let stmt = try db.prepare("SELECT count(*) FROM cities")
+        _ = try stmt.step()
+        return stmt.int(0) == 0
+    }
+
+    /// The stock a sample product starts with when it is in stock.
+    static let sampleStock: Int64 = 100
+
+    static func insert(_ catalog: Catalog, into db: SQLiteConnection) throws(StorageError) {
+        try db.transaction { () throws(StorageError) in
+            let city = try db.prepare("INSERT INTO cities VALUES (?, ?, ?, ?)")
+            for c in catalog.cities {
+                try city.bind(.text(c.uid), .text(c.code), .text(c.name), .text(c.defaultStoreUID)).run()
+            }
+            let store = try db.prepare("INSERT INTO stores VALUES (?, ?, ?, ?, ?, ?)")
+            let dept = try db.prepare("INSERT INTO departments VALUES (?, ?, ?, ?)")
+            let shelf = try db.prepare("INSERT INTO shelves VALUES (?, ?, ?, ?)")
+            let product = try db.prepare("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            for (si, s) in catalog.stores.enumerated() {
+                let sum = s.summary
+                try store.bind(.text(sum.uid), .text(sum.cityUID), .integer(Int64(si)), .text(sum.name),
+                               .text(sum.chain), .text(sum.address)).run()
+                for (di, d) in s.departments.enumerated() {
+                    try dept.bind(.text(d.uid), .text(s.uid), .integer(Int64(di)), .text(d.name)).run()
+                    for (hi, h) in d.shelves.enumerated() {
+                        try shelf.bind(.text(h.uid), .text(d.uid), .integer(Int64(hi)), .text(h.name)).run()
+                        for p in h.products {
+                            try product.bind(
+                                .text(p.uid), .text(h.uid), .text(p.name), .text(p.brand), .text(p.unit),
+                                .integer(Int64(p.unitSize)), .integer(p.price.minorUnits), .text(p.price.currency),
+                                .text(p.imageURL), .integer(p.outOfStock ? 0 : sampleStock),
+                                .integer(p.oftenOutOfStock ? 1 : 0)
+                            ).run()
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    public func catalogVersion() throws(StorageError) -> UInt64 {
+        try connection.withLock { (db) throws(StorageError) -> UInt64 in
+            let stmt = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
+            guard try stmt.step() else { throw StorageError("the database has no catalog version") }
+            return UInt64(stmt.int(0))
+        }
+    }
+
+    public func loadCatalog() throws(StorageError) -> (catalog: Catalog, version: UInt64) {
+        try connection.withLock { (db) throws(StorageError) -> (catalog: Catalog, version: UInt64) in
+            // One read transaction, so the version matches the rows.
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
+            let v = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
+            guard try v.step() else { throw StorageError("the database has no catalog version") }
+            let version = UInt64(v.int(0))
+
+            var productsByShelf: [String: [Product]] = [:]
+            let p = try db.prepare("""
+                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                       stock, often_out_of_stock FROM products
+                """)
+            while try p.step() {
+                let product = Product(
+                    uid: p.text(0), name: p.text(2), brand: p.text(3), unit: p.text(4),
+                    unitSize: UInt32(clamping: p.int(5)),
+                    price: Money(minorUnits: p.int(6), currency: p.text(7)),
+                    imageURL: p.text(8), outOfStock: p.int(9) == 0, oftenOutOfStock: p.int(10) != 0,
+                    shelfUID: p.text(1))
+                productsByShelf[product.shelfUID, default: []].append(product)
+            }
+
+            var shelvesByDepartment: [String: [Shelf]] = [:]
+            let h = try db.prepare("SELECT uid, department_uid, name FROM shelves ORDER BY department_uid, position")
+            while try h.step() {
+                let products = (productsByShelf[h.text(0)] ?? []).sorted { $0.name < $1.name }
+                shelvesByDepartment[h.text(1), default: []].append(
+                    Shelf(uid: h.text(0), name: h.text(2), productCount: UInt32(products.count), products: products))
+            }
+
+            var departmentsByStore: [String: [Department]] = [:]
+            let d = try db.prepare("SELECT uid, store_uid, name FROM departments ORDER BY store_uid, position")
+            while try d.step() {
+                departmentsByStore[d.text(1), default: []].append(
+                    Department(uid: d.text(0), name: d.text(2), shelves: shelvesByDepartment[d.text(0)] ?? []))
+            }
+
+            var stores: [Store] = []
+            var summariesByCity: [String: [StoreSummary]] = [:]
+            let s = try db.prepare("SELECT uid, city_uid, name, chain, address FROM stores ORDER BY position")
+            while try s.step() {
+                let summary = StoreSummary(uid: s.text(0), name: s.text(2), chain: s.text(3),
+                                           address: s.text(4), cityUID: s.text(1))
+                summariesByCity[summary.cityUID, default: []].append(summary)
+                stores.append(Store(summary: summary, departments: departmentsByStore[summary.uid] ?? []))
+            }
+
+            var cities: [City] = []
+            let c = try db.prepare("SELECT uid, code, name, default_store_uid FROM cities ORDER BY code")
+            while try c.step() {
+                cities.append(City(uid: c.text(0), code: c.text(1), name: c.text(2),
+                                   stores: summariesByCity[c.text(0)] ?? [], defaultStoreUID: c.text(3)))
+            }
+            return (Catalog(cities: cities, stores: stores), version)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+import CLinux
+#endif
+
+/// A joinable OS thread running one closure (no Foundation).
+public final class OSThread: @unchecked Sendable {
+    // @unchecked: `handle` is written once before start returns, read by join.
+    private var handle = pthread_t()
+    private var joined = false
+
+    private final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    /// Starts a thread named `name` (at most 15 bytes show) running `body`.
+    public init(name: String, _ body: @escaping @Sendable () -> Void) throws(Errno) {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        let rc = pthread_create(&handle, nil, { arg in
+            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
+        guard rc == 0 else {
+            Unmanaged<Box>.fromOpaque(box).release()
+            throw Errno(rawValue: rc)
+        }
+        _ = pthread_setname_np(handle, String(name.prefix(15)))
+    }
+
+    /// Waits for the thread to finish. Call once.
+    public func join() {
+        precondition(!joined, "thread joined twice")
+        joined = true
+        pthread_join(handle, nil)
+    }
+}
