@@ -1,1 +1,6 @@
-print("x")
+import GroserCLI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+exit(ClientCommand.run(Array(CommandLine.arguments.dropFirst())))

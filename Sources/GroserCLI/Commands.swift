@@ -1,0 +1,170 @@
+import GroserClient
+import GroserSystem
+
+/// Options every subcommand takes.
+struct GlobalOptions {
+    var socketPath = GroserClient.defaultSocketPath()
+    var timeout = 10.0
+    var json = false
+
+    static let specs = [
+        OptionSpec(name: "--socket", valueName: "PATH", help: "groserd's socket (default: $GROSER_SOCKET, else the per-user default)"),
+        OptionSpec(name: "--timeout", valueName: "SECONDS", help: "give up on a call after this long (default: 10)"),
+        OptionSpec(name: "--json", valueName: nil, help: "print Protobuf's JSON mapping of the answer"),
+        OptionSpec(name: "--help", valueName: nil, help: "show help"),
+    ]
+
+    init(_ parsed: ParsedArguments, help: String) throws(UsageError) {
+        if let s = parsed.values["--socket"] { socketPath = s }
+        if let t = parsed.values["--timeout"] {
+            guard let v = Double(t), v > 0, v <= 86_400 else {
+                throw UsageError("--timeout must be a number of seconds above 0, not \"\(t)\"", help: help)
+            }
+            timeout = v
+        }
+        json = parsed.flags.contains("--json")
+    }
+}
+
+/// Where a command writes, and with what it talks to the server.
+struct Context {
+    var options: GlobalOptions
+    var settingsPath: String
+    var out: (String) -> Void
+
+    func client() -> GroserClient { GroserClient(socketPath: options.socketPath, timeout: options.timeout) }
+}
+
+/// A subcommand: its name, help, options, and what it does.
+struct Subcommand: Sendable {
+    var name: String
+    var usage: String
+    var abstract: String
+    var options: [OptionSpec] = []
+    var positionals: [(String, String)] = []
+    /// Checks the parsed words and returns the action, before anything runs.
+    var validate: @Sendable (ParsedArguments, String) throws(UsageError) -> (Context) throws -> Void
+
+    var help: String {
+        var text = "usage: groser-client \(usage)\n\n\(abstract)\n"
+        if !positionals.isEmpty {
+            text += "\narguments:\n"
+            for (name, help) in positionals { text += "  " + pad(name) + help + "\n" }
+        }
+        text += "\noptions:\n"
+        for spec in options + GlobalOptions.specs {
+            text += "  " + pad(spec.name + (spec.valueName.map { " " + $0 } ?? "")) + spec.help + "\n"
+        }
+        return text
+    }
+
+    private func pad(_ s: String) -> String { s.count >= 22 ? s + "  " : s + String(repeating: " ", count: 24 - s.count) }
+}
+
+enum Commands {
+    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info]
+
+    static let cities = Subcommand(
+        name: "cities", usage: "cities [--json]",
+        abstract: "Lists the cities groser delivers to, with their stores and default store.",
+        validate: { (parsed, help) throws(UsageError) in
+            try noPositionals(parsed, help)
+            return { (ctx) throws in
+                let list = try ctx.client().listCities()
+                ctx.out(ctx.options.json ? ProtoJSON.cityList(list).rendered() + "\n" : HumanOutput.cities(list))
+            }
+        })
+
+    static let getStore = Subcommand(
+        name: "get-store", usage: "get-store [--city CODE | --store UID] [--products] [--json]",
+        abstract: """
+        Shows a store's departments and shelves; a city means its default store.
+        Without --city or --store, the city saved by set-city is used.
+        """,
+        options: [
+            OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB"),
+            OptionSpec(name: "--store", valueName: "UID", help: "a store uid, e.g. store-spb-2"),
+            OptionSpec(name: "--products", valueName: nil, help: "list every shelf's products"),
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            try noPositionals(parsed, help)
+            let city = parsed.values["--city"]
+            let store = parsed.values["--store"]
+            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
+            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+            let products = parsed.flags.contains("--products")
+            return { (ctx) throws in
+                let selector: StoreSelector
+                if let city { selector = .cityCode(city) }
+                else if let store { selector = .storeUID(store) }
+                else {
+                    let saved = try? ClientSettings.load(from: ctx.settingsPath)
+                    guard let code = saved?.cityCode else {
+                        throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
+                    }
+                    selector = .cityCode(code)
+                }
+                let v = try ctx.client().store(selector, includeProducts: products)
+                ctx.out(ctx.options.json ? ProtoJSON.storeCatalog(v).rendered() + "\n"
+                                         : HumanOutput.store(v, includeProducts: products))
+            }
+        })
+
+    static let shelf = Subcommand(
+        name: "shelf", usage: "shelf UID [--json]",
+        abstract: "Shows one shelf's products, sorted by name.",
+        positionals: [("UID", "the shelf's uid, as get-store prints it")],
+        validate: { (parsed, help) throws(UsageError) in
+            guard parsed.positionals.count == 1, let uid = parsed.positionals.first, !uid.isEmpty else {
+                throw UsageError("shelf needs exactly one shelf uid", help: help)
+            }
+            return { (ctx) throws in
+                let v = try ctx.client().shelf(uid)
+                ctx.out(ctx.options.json ? ProtoJSON.shelfContents(v).rendered() + "\n" : HumanOutput.shelf(v))
+            }
+        })
+
+    static let setCity = Subcommand(
+        name: "set-city", usage: "set-city CODE [--json]",
+        abstract: "Checks the city with groserd and saves it; get-store without --city then uses it.",
+        positionals: [("CODE", "a city code, e.g. SPB")],
+        validate: { (parsed, help) throws(UsageError) in
+            guard parsed.positionals.count == 1, let code = parsed.positionals.first, !code.isEmpty else {
+                throw UsageError("set-city needs exactly one city code", help: help)
+            }
+            return { (ctx) throws in
+                let list = try ctx.client().listCities()
+                guard let city = list.cities.first(where: { $0.code.uppercased() == code.uppercased() }) else {
+                    let codes = list.cities.map(\.code).joined(separator: ", ")
+                    throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"; the cities are \(codes)."))
+                }
+                var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
+                settings.cityCode = city.code
+                do { try settings.save(to: ctx.settingsPath) } catch {
+                    throw GroserError.transport("cannot save \(ctx.settingsPath): \(error)")
+                }
+                if ctx.options.json {
+                    ctx.out(JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
+                                         ("settingsPath", .string(ctx.settingsPath))]).rendered() + "\n")
+                } else {
+                    ctx.out("City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
+                }
+            }
+        })
+
+    static let info = Subcommand(
+        name: "info", usage: "info [--json]",
+        abstract: "Shows the server's version, protocol, uptime, catalog version and methods.",
+        validate: { (parsed, help) throws(UsageError) in
+            try noPositionals(parsed, help)
+            return { (ctx) throws in
+                let v = try ctx.client().serverInfo()
+                ctx.out(ctx.options.json ? ProtoJSON.serverInfo(v).rendered() + "\n"
+                                         : HumanOutput.info(v, socket: ctx.options.socketPath))
+            }
+        })
+
+    private static func noPositionals(_ parsed: ParsedArguments, _ help: String) throws(UsageError) {
+        if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+    }
+}

@@ -1,0 +1,103 @@
+import GroserClient
+
+/// Output for people: trees, aligned columns, prices as "89.90 ₽".
+public enum HumanOutput {
+    /// "89.90 ₽" for RUB; "12.50 USD" for currencies without a symbol here.
+    public static func price(_ money: Money) -> String {
+        let digits = ["JPY": 0, "KRW": 0, "KWD": 3, "BHD": 3].first { $0.key == money.currency }?.value ?? 2
+        let negative = money.minorUnits < 0
+        let magnitude = money.minorUnits.magnitude
+        var scale: UInt64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        var text = String(magnitude / scale)
+        if digits > 0 {
+            let fraction = String(magnitude % scale)
+            text += "." + String(repeating: "0", count: digits - fraction.count) + fraction
+        }
+        let symbol = ["RUB": "₽", "USD": "$", "EUR": "€"][money.currency] ?? money.currency
+        return (negative ? "-" : "") + text + " " + symbol
+    }
+
+    static func size(_ p: Product) -> String { "\(p.unitSize) \(p.unit)" }
+
+    static func cities(_ list: CityList) -> String {
+        var rows: [[String]] = [["CODE", "CITY", "STORES", "DEFAULT STORE"]]
+        for c in list.cities {
+            let def = c.stores.first { $0.uid == c.defaultStoreUID }
+            rows.append([c.code, c.name, String(c.stores.count), def.map { "\($0.name) (\($0.uid))" } ?? c.defaultStoreUID])
+        }
+        return table(rows)
+    }
+
+    static func store(_ v: StoreCatalog, includeProducts: Bool) -> String {
+        let s = v.store
+        let shelves = s.departments.reduce(0) { $0 + $1.shelves.count }
+        let products = s.departments.reduce(0) { $0 + $1.shelves.reduce(0) { $0 + Int($1.productCount) } }
+        var out = "\(s.summary.name) · \(s.summary.chain) · \(s.uid)\n"
+        out += "\(s.summary.address) · \(v.city.name) (\(v.city.code))\n"
+        out += "\(s.departments.count) departments, \(shelves) shelves, \(products) products · catalog version \(v.catalogVersion)\n"
+        for (di, d) in s.departments.enumerated() {
+            let lastDept = di == s.departments.count - 1
+            out += (lastDept ? "└── " : "├── ") + d.name + "\n"
+            let deptPad = lastDept ? "    " : "│   "
+            for (hi, h) in d.shelves.enumerated() {
+                let lastShelf = hi == d.shelves.count - 1
+                out += deptPad + (lastShelf ? "└── " : "├── ") + "\(h.name) · \(h.productCount) products · \(h.uid)\n"
+                guard includeProducts else { continue }
+                let shelfPad = deptPad + (lastShelf ? "    " : "│   ")
+                for (pi, p) in h.products.enumerated() {
+                    out += shelfPad + (pi == h.products.count - 1 ? "└── " : "├── ") + productLine(p) + "\n"
+                }
+            }
+        }
+        return out
+    }
+
+    static func productLine(_ p: Product) -> String {
+        var line = "\(p.name) · \(size(p)) · \(price(p.price))"
+        if p.outOfStock { line += " · out of stock" } else if p.oftenOutOfStock { line += " · often out of stock" }
+        return line + " · \(p.uid)"
+    }
+
+    static func shelf(_ v: ShelfContents) -> String {
+        let out = "\(v.shelf.name) · \(v.shelf.productCount) products · \(v.shelf.uid) (store \(v.storeUID))\n"
+        var rows: [[String]] = [["PRODUCT", "BRAND", "SIZE", "PRICE", "STOCK", "UID"]]
+        for p in v.shelf.products {
+            rows.append([p.name, p.brand, size(p), price(p.price),
+                         p.outOfStock ? "out" : (p.oftenOutOfStock ? "often out" : "in stock"), p.uid])
+        }
+        return out + table(rows, rightAligned: [3])
+    }
+
+    static func info(_ v: ServerInfo, socket: String) -> String {
+        let seconds = v.uptimeMilliseconds / 1000
+        return """
+        server:           \(v.serverVersion)
+        protocol:         \(v.protocolVersion)
+        socket:           \(socket)
+        uptime:           \(seconds / 3600)h \(seconds / 60 % 60)m \(seconds % 60)s
+        catalog version:  \(v.catalogVersion)
+        methods:          \(v.methods.joined(separator: ", "))
+
+        """
+    }
+
+    /// Columns padded to their widest cell (counted in characters).
+    static func table(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+        guard let first = rows.first else { return "" }
+        var widths = [Int](repeating: 0, count: first.count)
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        var out = ""
+        for row in rows {
+            var line = ""
+            for (i, cell) in row.enumerated() {
+                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                let isLast = i == row.count - 1
+                line += rightAligned.contains(i) ? pad + cell : (isLast ? cell : cell + pad)
+                if !isLast { line += "  " }
+            }
+            out += line + "\n"
+        }
+        return out
+    }
+}

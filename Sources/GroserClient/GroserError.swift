@@ -1,0 +1,34 @@
+@_exported import GroserWire
+import GroserSystem
+
+/// Why a call failed: the server answered with a status, or the transport
+/// failed before an answer arrived.
+public enum GroserError: Error, Sendable, CustomStringConvertible {
+    /// Nothing accepts connections at the socket path.
+    case cannotConnect(path: String, reason: String)
+    /// The connection broke, or a frame could not be read.
+    case transport(String)
+    /// No answer within the call's timeout.
+    case timedOut(seconds: Double)
+    /// The server answered with a non-OK status.
+    case server(Status)
+
+    /// The server's status, when the server answered.
+    public var status: Status? {
+        if case .server(let s) = self { return s }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let path, let reason): "cannot connect to \(path): \(reason) (is groserd running?)"
+        case .transport(let what): "connection failed: \(what)"
+        case .timedOut(let seconds): "no answer within \(Self.format(seconds)) s"
+        case .server(let status): "\(status.code): \(status.message)"
+        }
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
