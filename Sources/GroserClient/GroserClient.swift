@@ -38,11 +38,7 @@ public final class GroserClient: Sendable {
 
     /// Closes the connection; the next call opens a new one.
     public func close() {
-        state.withLock { s in
-            s.socket?.close()
-            s.socket = nil
-            s.decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)
-        }
+        state.withLock { reset(&$0) }
     }
 
     // MARK: Blocking calls
@@ -126,14 +122,21 @@ public final class GroserClient: Sendable {
     private func roundTrip(_ method: RequestMethod, timeout seconds: Double) throws(GroserError) -> Response {
         let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
         return try state.withLock { (s) throws(GroserError) -> Response in
-            let result = Result { () throws(GroserError) -> Response in
+            let reused = s.socket != nil
+            var result = Result { () throws(GroserError) -> Response in
                 try exchange(&s, method, seconds: seconds, deadline: deadline)
             }
-            if case .failure = result {
+            if case .failure(let error) = result {
                 // After a failure the stream may hold half a frame: start afresh.
-                s.socket?.close()
-                s.socket = nil
-                s.decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)
+                reset(&s)
+                // A connection kept from an earlier call may have been closed
+                // by a daemon restart: try once more on a new one.
+                if reused, case .transport = error {
+                    result = Result { () throws(GroserError) -> Response in
+                        try exchange(&s, method, seconds: seconds, deadline: deadline)
+                    }
+                    if case .failure = result { reset(&s) }
+                }
             }
             return try result.get()
         }
@@ -172,6 +175,12 @@ public final class GroserClient: Sendable {
             if response.id == id { return response }
             if response.id == 0 && !response.status.isOK { return response }
         }
+    }
+
+    private func reset(_ s: inout State) {
+        s.socket?.close()
+        s.socket = nil
+        s.decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)
     }
 
     private func connected(_ s: inout State) throws(GroserError) -> Socket {
