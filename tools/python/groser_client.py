@@ -48,7 +48,7 @@ except ImportError as exc:  # pragma: no cover - a setup problem, not a protocol
 
 __all__ = [
     "Client", "GroserError", "ProtocolError", "StatusCode",
-    "default_socket_path", "encode_frame", "catalog_pb2", "service_pb2",
+    "default_socket_path", "encode_frame", "status_of", "format_money", "catalog_pb2", "service_pb2",
 ]
 
 StatusCode = service_pb2.StatusCode
