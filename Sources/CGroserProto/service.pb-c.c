@@ -553,7 +553,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[6] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[15] =
 {
   {
     "id",
@@ -627,20 +627,137 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[6] 
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "open_session",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, open_session),
+    &groser__v1__open_session_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "get_cart",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, get_cart),
+    &groser__v1__get_cart_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "add_item",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, add_item),
+    &groser__v1__add_item_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_quantity",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, set_quantity),
+    &groser__v1__set_quantity_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "remove_item",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, remove_item),
+    &groser__v1__remove_item_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clear_cart",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, clear_cart),
+    &groser__v1__clear_cart_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "checkout",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, checkout),
+    &groser__v1__checkout_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "list_orders",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, list_orders),
+    &groser__v1__list_orders_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_product",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, set_product),
+    &groser__v1__set_product_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
+  8,   /* field[8] = add_item */
+  12,   /* field[12] = checkout */
+  11,   /* field[11] = clear_cart */
   1,   /* field[1] = deadline_ms */
+  7,   /* field[7] = get_cart */
   5,   /* field[5] = get_shelf */
   4,   /* field[4] = get_store */
   0,   /* field[0] = id */
   3,   /* field[3] = list_cities */
+  13,   /* field[13] = list_orders */
+  6,   /* field[6] = open_session */
+  10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
+  14,   /* field[14] = set_product */
+  9,   /* field[9] = set_quantity */
 };
 static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 6 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -650,14 +767,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  6,
+  15,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[6] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[15] =
 {
   {
     "id",
@@ -731,20 +848,137 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[6]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "open_session",
+    14,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, open_session),
+    &groser__v1__open_session_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "get_cart",
+    15,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, get_cart),
+    &groser__v1__cart_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "add_item",
+    16,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, add_item),
+    &groser__v1__cart_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_quantity",
+    17,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, set_quantity),
+    &groser__v1__cart_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "remove_item",
+    18,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, remove_item),
+    &groser__v1__cart_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "clear_cart",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, clear_cart),
+    &groser__v1__cart_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "checkout",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, checkout),
+    &groser__v1__checkout_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "list_orders",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, list_orders),
+    &groser__v1__list_orders_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "set_product",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, set_product),
+    &groser__v1__set_product_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
+  8,   /* field[8] = add_item */
+  12,   /* field[12] = checkout */
+  11,   /* field[11] = clear_cart */
+  7,   /* field[7] = get_cart */
   5,   /* field[5] = get_shelf */
   4,   /* field[4] = get_store */
   0,   /* field[0] = id */
   3,   /* field[3] = list_cities */
+  13,   /* field[13] = list_orders */
+  6,   /* field[6] = open_session */
+  10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
+  14,   /* field[14] = set_product */
+  9,   /* field[9] = set_quantity */
   1,   /* field[1] = status */
 };
 static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 6 }
+  { 0, 15 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -754,7 +988,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  6,
+  15,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,

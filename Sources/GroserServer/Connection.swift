@@ -18,13 +18,35 @@ final class Connection {
     /// Reading paused until pending output drains (backpressure).
     var readPaused = false
 
-    init(socket: Socket, peer: PeerCredentials?, maximumFrameBytes: Int) {
+    /// Tells this connection from a later one that reuses its descriptor.
+    let serial: UInt64
+    /// Answers held back to keep request order while an earlier request is
+    /// still at the commit queue; nil frames are still awaited.
+    var held: [(slot: UInt64, frame: [UInt8]?)] = []
+    var nextSlot: UInt64 = 0
+    /// Reading paused because too many answers are awaited.
+    var waitingForAnswers = false
+
+    init(socket: Socket, peer: PeerCredentials?, serial: UInt64, maximumFrameBytes: Int) {
         self.socket = socket
         self.peer = peer
+        self.serial = serial
         self.decoder = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 4096)
     }
 
     var pendingOutputBytes: Int { output.count - outputOffset }
+
+    /// Fills a held slot and moves every answer now in order to the output.
+    func fill(slot: UInt64, frame: [UInt8]) {
+        guard let i = held.firstIndex(where: { $0.slot == slot }) else { return }
+        held[i].frame = frame
+        var ready = 0
+        while ready < held.count, let f = held[ready].frame {
+            output.append(contentsOf: f)
+            ready += 1
+        }
+        held.removeFirst(ready)
+    }
 
     /// Writes as much pending output as the socket takes. Returns false when
     /// the connection failed and must be closed.

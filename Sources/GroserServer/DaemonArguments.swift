@@ -14,6 +14,7 @@ public enum DaemonArguments {
                                (default: http://localhost:8080)
       --max-frame-bytes N      largest accepted frame body (default: 4194304)
       --threads N              event loop threads (default: one per core)
+      --max-quantity N         most units of one product in a cart line (default: 99)
       --log-level LEVEL        debug, info, warning or error (default: info)
       -h, --help               show this help
     """
@@ -64,6 +65,7 @@ public enum DaemonArguments {
                 config.imageBaseURL = url
             case "--max-frame-bytes": config.maximumFrameBytes = try positive(name, v(), upTo: 1 << 30)
             case "--threads": config.threads = try positive(name, v(), upTo: 256)
+            case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 1_000_000))
             case "--log-level":
                 let text = try v()
                 guard let level = LogLevel(name: text) else {

@@ -1,5 +1,6 @@
 import GroserSystem
 import GroserWire
+import Synchronization
 
 /// One thread's epoll loop: accepts from the shared listening socket, reads
 /// every complete frame available on a connection, answers them all, and
@@ -19,13 +20,20 @@ final class EventLoop: @unchecked Sendable {
     private let config: ServerConfig
     private let logger: Logger
     private let stopping: @Sendable () -> Bool
+    private let commits: CommitQueue
     private var connections: [Int32: Connection] = [:]
+    private var nextSerial: UInt64 = 0
+    /// Answers from the commit queue, waiting for this loop's thread.
+    private let inbox = Mutex<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
+    /// Awaited answers a connection may have before it is no longer read.
+    static let maximumAwaitedAnswers = 256
     private var listening = false
     private var acceptPausedUntil: UInt64 = 0
 
-    init(index: Int, listener: Socket, service: CatalogService, config: ServerConfig, logger: Logger,
-         stopping: @escaping @Sendable () -> Bool) throws(Errno) {
+    init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
+         logger: Logger, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
+        self.commits = commits
         self.listener = listener
         self.service = service
         self.config = config
@@ -70,7 +78,9 @@ final class EventLoop: @unchecked Sendable {
                 try epoll.wait(timeoutMilliseconds: timeout) { token, events in
                     switch token {
                     case Self.listenerToken: acceptAll()
-                    case Self.wakeToken: wakeup.drain()
+                    case Self.wakeToken:
+                        wakeup.drain()
+                        deliverAnswers()
                     default: handleEvents(fd: Int32(truncatingIfNeeded: token), events: events)
                     }
                 }
@@ -101,7 +111,8 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             guard let socket = accepted else { return }
-            let connection = Connection(socket: socket, peer: try? socket.peerCredentials(),
+            nextSerial += 1
+            let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: nextSerial,
                                         maximumFrameBytes: config.maximumFrameBytes)
             do {
                 try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
@@ -121,7 +132,7 @@ final class EventLoop: @unchecked Sendable {
             guard connection.flush() else { return close(connection, reason: "write failed") }
         }
         if events.contains(.readable) || events.contains(.hangup) || events.contains(.readHangup) || events.contains(.error) {
-            if !connection.readPaused && !connection.closeAfterFlush {
+            if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
                 readAndAnswer(connection)
             } else if events.contains(.error) || events.contains(.hangup) {
                 return close(connection, reason: "peer gone")
@@ -160,7 +171,7 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             answerFrames(connection, handler)
-            if connection.closeAfterFlush { return }
+            if connection.closeAfterFlush || connection.waitingForAnswers { return }
             if connection.pendingOutputBytes > config.maximumPendingOutputBytes {
                 // The client is not reading its answers: stop reading its
                 // requests until they drain.
@@ -176,21 +187,88 @@ final class EventLoop: @unchecked Sendable {
     private func answerFrames(_ connection: Connection, _ handler: RequestHandler) {
         let receivedAt = monotonicNanoseconds()
         do {
-            while let frame = try connection.decoder.next() {
-                frame.withUnsafeBytes { body in
-                    handler.respond(toFrame: body, receivedAt: receivedAt, into: &connection.output)
+            while connection.held.count < Self.maximumAwaitedAnswers, let frame = try connection.decoder.next() {
+                let handled: RequestHandler.Handled
+                if connection.held.isEmpty {
+                    handled = frame.withUnsafeBytes { body in
+                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &connection.output)
+                    }
+                } else {
+                    // An earlier answer is still awaited: hold this one back.
+                    var out: [UInt8] = []
+                    handled = frame.withUnsafeBytes { body in
+                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+                    }
+                    if case .answered = handled {
+                        connection.held.append((connection.nextSlot, out))
+                        connection.nextSlot += 1
+                    }
+                }
+                if case .deferred(let request) = handled {
+                    defer_(request, connection, receivedAt: receivedAt)
                 }
             }
+            // Too many answers awaited: stop reading until they arrive.
+            connection.waitingForAnswers = connection.held.count >= Self.maximumAwaitedAnswers
         } catch {
             switch error {
             case .frameTooLarge(let length, let maximum):
                 logger.info("loop \(index): connection \(connection.socket.descriptor) sent a frame of \(length) bytes (maximum \(maximum)); closing it")
+                var out: [UInt8] = []
                 ResponseFrameWriter.appendStatus(
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
-                    to: &connection.output)
+                    to: &out)
+                if connection.held.isEmpty {
+                    connection.output.append(contentsOf: out)
+                } else {
+                    connection.held.append((connection.nextSlot, out))
+                    connection.nextSlot += 1
+                }
                 connection.closeAfterFlush = true
             }
+        }
+    }
+
+    /// Sends a request to the commit queue; its answer returns through the inbox.
+    private func defer_(_ request: Request, _ connection: Connection, receivedAt: UInt64) {
+        let slot = connection.nextSlot
+        connection.nextSlot += 1
+        connection.held.append((slot, nil))
+        let fd = connection.socket.descriptor
+        let serial = connection.serial
+        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid), receivedAt: receivedAt) {
+            [self] frame in
+            inbox.withLock { $0.append((fd, serial, slot, frame)) }
+            wakeup.signal()
+        }
+        if !commits.submit(job) {
+            var out: [UInt8] = []
+            ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
+            connection.fill(slot: slot, frame: out)
+        }
+    }
+
+    /// Moves answers from the commit queue to their connections.
+    private func deliverAnswers() {
+        let answers = inbox.withLock { inbox in
+            defer { inbox.removeAll() }
+            return inbox
+        }
+        guard !answers.isEmpty else { return }
+        var touched: [Int32: Connection] = [:]
+        for a in answers {
+            // The connection may have closed, and its descriptor been reused.
+            guard let c = connections[a.fd], c.serial == a.serial else { continue }
+            c.fill(slot: a.slot, frame: a.frame)
+            touched[a.fd] = c
+        }
+        for c in touched.values {
+            if c.waitingForAnswers && c.held.count < Self.maximumAwaitedAnswers / 2 && !stopping() {
+                // Requests already buffered were not read while waiting.
+                answerFrames(c, RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt))
+            }
+            finishIO(c)
         }
     }
 
@@ -198,14 +276,16 @@ final class EventLoop: @unchecked Sendable {
     /// now needs (or closes it).
     private func finishIO(_ connection: Connection) {
         guard connection.flush() else { return close(connection, reason: "write failed") }
-        if connection.closeAfterFlush && connection.pendingOutputBytes == 0 {
+        if connection.closeAfterFlush && connection.pendingOutputBytes == 0 && connection.held.isEmpty {
             return close(connection, reason: "closed")
         }
         if connection.readPaused && connection.pendingOutputBytes <= config.maximumPendingOutputBytes / 2 {
             connection.readPaused = false
         }
         var wanted: EpollEvents = []
-        if !connection.readPaused && !connection.closeAfterFlush { wanted.formUnion([.readable, .readHangup]) }
+        if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
+            wanted.formUnion([.readable, .readHangup])
+        }
         if connection.pendingOutputBytes > 0 { wanted.insert(.writable) }
         if wanted != connection.registered {
             do {
@@ -226,12 +306,21 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Shutdown: no new connections; answer every complete request already
-    /// received, write the answers (for up to two seconds), close.
+    /// received, wait for answers from the commit queue, write them all (for
+    /// up to five seconds in all), close.
     private func drainAndClose() {
         stopListening()
-        let deadline = monotonicNanoseconds() + 2_000_000_000
+        let deadline = monotonicNanoseconds() + 5_000_000_000
+        for connection in Array(connections.values) where !connection.readPaused && !connection.closeAfterFlush {
+            readAndAnswer(connection)
+        }
+        while connections.values.contains(where: { !$0.held.isEmpty }) && monotonicNanoseconds() < deadline {
+            try? epoll.wait(timeoutMilliseconds: 20) { token, _ in
+                if token == Self.wakeToken { wakeup.drain() }
+            }
+            deliverAnswers()
+        }
         for connection in Array(connections.values) {
-            if !connection.readPaused && !connection.closeAfterFlush { readAndAnswer(connection) }
             while connection.pendingOutputBytes > 0 {
                 guard connection.flush() else { break }
                 let now = monotonicNanoseconds()

@@ -13,8 +13,18 @@ public struct RequestHandler: Sendable {
         self.startedAtNanoseconds = startedAtNanoseconds
     }
 
-    /// Answers one frame body, appending one whole response frame to `out`.
-    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, into out: inout [UInt8]) {
+    /// What became of a request.
+    public enum Handled: Sendable {
+        /// A response frame was appended.
+        case answered
+        /// The request needs the store: it goes to the commit queue, and its
+        /// response comes later.
+        case deferred(Request)
+    }
+
+    /// Answers one frame body, appending one whole response frame to `out`,
+    /// or hands it back as deferred.
+    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
         let request: Request
         do {
             request = try Request.decode(body)
@@ -22,20 +32,32 @@ public struct RequestHandler: Sendable {
             ResponseFrameWriter.appendStatus(
                 id: 0, status: Status(.invalidArgument, "The frame is not a valid groser.v1.Request message."),
                 to: &out)
-            return
+            return .answered
         }
-        respond(to: request, receivedAt: receivedAt, into: &out)
+        return respond(to: request, receivedAt: receivedAt, into: &out)
     }
 
-    /// Answers one decoded request.
-    public func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
-        if request.deadlineMilliseconds != 0 {
-            let elapsed = monotonicNanoseconds() &- receivedAt
-            if elapsed > UInt64(request.deadlineMilliseconds) * 1_000_000 {
-                fail(request.id, .deadlineExceeded, "The request's deadline of \(request.deadlineMilliseconds) ms passed before it was served.", &out)
-                return
-            }
-        }
+    /// True when a request's deadline passed; then its answer is appended.
+    public static func expired(_ request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Bool {
+        guard request.deadlineMilliseconds != 0 else { return false }
+        let elapsed = monotonicNanoseconds() &- receivedAt
+        guard elapsed > UInt64(request.deadlineMilliseconds) * 1_000_000 else { return false }
+        ResponseFrameWriter.appendStatus(
+            id: request.id,
+            status: Status(.deadlineExceeded, "The request's deadline of \(request.deadlineMilliseconds) ms passed before it was served."),
+            to: &out)
+        return true
+    }
+
+    /// Answers one decoded request, or hands it back as deferred.
+    public func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
+        if Self.expired(request, receivedAt: receivedAt, into: &out) { return .answered }
+        if CommerceService.handles(request.method) { return .deferred(request) }
+        answerCatalog(request, into: &out)
+        return .answered
+    }
+
+    private func answerCatalog(_ request: Request, into out: inout [UInt8]) {
         switch request.method {
         case .serverInfo:
             let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000
@@ -92,7 +114,7 @@ public struct RequestHandler: Sendable {
             }
             ResponseFrameWriter.appendOK(id: request.id, field: .getShelf, body: body, to: &out)
 
-        case .unknown:
+        default:
             fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
         }
     }

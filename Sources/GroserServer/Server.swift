@@ -20,14 +20,22 @@ public final class Server: Sendable {
 
     public let config: ServerConfig
     public let service: CatalogService
+    private let commits: CommitQueue
     private let logger: Logger
     private let state = Mutex<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
 
-    public init(config: ServerConfig, service: CatalogService, logger: Logger) {
+    /// - Parameters:
+    ///   - service: the catalog the loops answer from.
+    ///   - commerceStore: where carts, sessions and orders are written.
+    public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore, logger: Logger) {
         self.config = config
         self.service = service
         self.logger = logger
+        let rules = CommerceService(
+            limits: CartLimits(maximumQuantity: config.maximumQuantity),
+            adminUIDs: [ProcessInfo.userID], imageBaseURL: config.imageBaseURL)
+        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger)
     }
 
     /// Binds the socket and starts the event loops.
@@ -36,8 +44,15 @@ public final class Server: Sendable {
         var loops: [EventLoop] = []
         var threads: [OSThread] = []
         do {
+            try commits.start()
+        } catch {
+            listener.close()
+            try? Files.remove(config.socketPath)
+            throw ServerError("cannot start the commit thread: \(error)")
+        }
+        do {
             for i in 0..<max(1, config.threads) {
-                loops.append(try EventLoop(index: i, listener: listener, service: service, config: config,
+                loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
                                            logger: logger, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
             for loop in loops {
@@ -75,6 +90,8 @@ public final class Server: Sendable {
         }
         guard let (threads, listener) = taken else { return }
         for t in threads { t.join() }
+        // The loops waited for their answers; nothing more can be queued.
+        commits.stop()
         state.withLock { $0 = .stopping }
         listener.close()
         try? Files.remove(config.socketPath)

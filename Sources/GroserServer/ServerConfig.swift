@@ -13,6 +13,8 @@ public struct ServerConfig: Sendable {
     /// Unsent response bytes above which a connection is no longer read
     /// until its client catches up (backpressure).
     public var maximumPendingOutputBytes: Int
+    /// The most units of one product in a cart line.
+    public var maximumQuantity: UInt32 = 99
 
     public init(socketPath: String = ServerConfig.defaultSocketPath(),
                 dataDirectory: String = ServerConfig.defaultDataDirectory(),

@@ -29,6 +29,8 @@ final class SQLiteConnection {
 
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
     /// Runs one or more statements that return no rows.
     func execute(_ sql: String) throws(StorageError) {
         var error: UnsafeMutablePointer<CChar>?
@@ -83,6 +85,10 @@ final class SQLiteStatement {
             switch v {
             case .integer(let n): sqlite3_bind_int64(stmt, index, n)
             case .text(let s): sqlite3_bind_text(stmt, index, s, -1, transient)
+            case .blob(let b):
+                b.withUnsafeBytes { raw in
+                    _ = sqlite3_bind_blob(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(raw.count), transient)
+                }
             case .null: sqlite3_bind_null(stmt, index)
             }
         }
@@ -105,6 +111,12 @@ final class SQLiteStatement {
 
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
 
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        guard count > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: count))
+    }
+
     func text(_ column: Int32) -> String {
         guard let p = sqlite3_column_text(stmt, column) else { return "" }
         return String(cString: p)
@@ -115,5 +127,6 @@ final class SQLiteStatement {
 enum SQLiteValue {
     case integer(Int64)
     case text(String)
+    case blob([UInt8])
     case null
 }

@@ -1,5 +1,4 @@
 import GroserWire
-import Synchronization
 
 /// The embedded store: one SQLite database file in WAL mode. On first open
 /// of an empty database it creates the schema and loads the built-in sample
@@ -7,9 +6,9 @@ import Synchronization
 public final class SQLiteCatalogStore: CatalogStore {
     /// The database file's name inside the data directory.
     public static let fileName = "groser.sqlite3"
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
 
-    private let connection: Mutex<SQLiteConnection>
+    let connection: SerializedConnection
     /// The database file's path.
     public let path: String
 
@@ -25,7 +24,7 @@ public final class SQLiteCatalogStore: CatalogStore {
         if seedSampleCatalog, try Self.isEmpty(db) {
             try Self.insert(SampleCatalog.make(), into: db)
         }
-        connection = Mutex(db)
+        connection = SerializedConnection(db)
     }
 
     /// Opens `groser.sqlite3` in `directory`.
@@ -33,40 +32,52 @@ public final class SQLiteCatalogStore: CatalogStore {
         try self.init(path: directory + "/" + Self.fileName, seedSampleCatalog: seedSampleCatalog)
     }
 
+    /// Brings the schema to `schemaVersion`, one step at a time, each in a transaction.
     private static func migrate(_ db: SQLiteConnection) throws(StorageError) {
         let stmt = try db.prepare("PRAGMA user_version")
         _ = try stmt.step()
-        let version = stmt.int(0)
-        if version == schemaVersion { return }
-        guard version == 0 else {
+        var version = stmt.int(0)
+        guard version <= schemaVersion else {
             throw StorageError("the database has schema version \(version), newer than this groserd's \(schemaVersion)")
         }
-        try db.transaction { () throws(StorageError) in
-            try db.execute("""
-            CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            INSERT INTO meta VALUES ('catalog_version', 1);
-            CREATE TABLE cities(
-                uid TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
-                default_store_uid TEXT NOT NULL);
-            CREATE TABLE stores(
-                uid TEXT PRIMARY KEY, city_uid TEXT NOT NULL REFERENCES cities(uid),
-                position INTEGER NOT NULL, name TEXT NOT NULL, chain TEXT NOT NULL, address TEXT NOT NULL);
-            CREATE TABLE departments(
-                uid TEXT PRIMARY KEY, store_uid TEXT NOT NULL REFERENCES stores(uid),
-                position INTEGER NOT NULL, name TEXT NOT NULL);
-            CREATE TABLE shelves(
-                uid TEXT PRIMARY KEY, department_uid TEXT NOT NULL REFERENCES departments(uid),
-                position INTEGER NOT NULL, name TEXT NOT NULL);
-            CREATE TABLE products(
-                uid TEXT PRIMARY KEY, shelf_uid TEXT NOT NULL REFERENCES shelves(uid),
-                name TEXT NOT NULL, brand TEXT NOT NULL, unit TEXT NOT NULL, unit_size INTEGER NOT NULL,
-                price_minor INTEGER NOT NULL CHECK (price_minor >= 0), currency TEXT NOT NULL,
-                image_url TEXT NOT NULL, stock INTEGER NOT NULL CHECK (stock >= 0),
-                often_out_of_stock INTEGER NOT NULL);
-            CREATE INDEX products_by_shelf ON products(shelf_uid, name);
-            PRAGMA user_version = \(schemaVersion);
-            """)
+        while version < schemaVersion {
+            let from = version
+            try db.transaction { () throws(StorageError) in
+                switch from {
+                case 0: try createCatalogTables(db)
+                case 1: try migrateToCommerce(db)
+                default: break
+                }
+                try db.execute("PRAGMA user_version = \(from + 1)")
+            }
+            version += 1
         }
+    }
+
+    private static func createCatalogTables(_ db: SQLiteConnection) throws(StorageError) {
+        try db.execute("""
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO meta VALUES ('catalog_version', 1);
+        CREATE TABLE cities(
+            uid TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+            default_store_uid TEXT NOT NULL);
+        CREATE TABLE stores(
+            uid TEXT PRIMARY KEY, city_uid TEXT NOT NULL REFERENCES cities(uid),
+            position INTEGER NOT NULL, name TEXT NOT NULL, chain TEXT NOT NULL, address TEXT NOT NULL);
+        CREATE TABLE departments(
+            uid TEXT PRIMARY KEY, store_uid TEXT NOT NULL REFERENCES stores(uid),
+            position INTEGER NOT NULL, name TEXT NOT NULL);
+        CREATE TABLE shelves(
+            uid TEXT PRIMARY KEY, department_uid TEXT NOT NULL REFERENCES departments(uid),
+            position INTEGER NOT NULL, name TEXT NOT NULL);
+        CREATE TABLE products(
+            uid TEXT PRIMARY KEY, shelf_uid TEXT NOT NULL REFERENCES shelves(uid),
+            name TEXT NOT NULL, brand TEXT NOT NULL, unit TEXT NOT NULL, unit_size INTEGER NOT NULL,
+            price_minor INTEGER NOT NULL CHECK (price_minor >= 0), currency TEXT NOT NULL,
+            image_url TEXT NOT NULL, stock INTEGER NOT NULL CHECK (stock >= 0),
+            often_out_of_stock INTEGER NOT NULL);
+        CREATE INDEX products_by_shelf ON products(shelf_uid, name);
+        """)
     }
 
     private static func isEmpty(_ db: SQLiteConnection) throws(StorageError) -> Bool {
@@ -110,6 +121,15 @@ public final class SQLiteCatalogStore: CatalogStore {
         }
     }
 
+    /// A product from a row of `uid, shelf_uid, name, brand, unit, unit_size,
+    /// price_minor, currency, image_url, stock, often_out_of_stock`.
+    static func product(_ p: SQLiteStatement) -> Product {
+        Product(uid: p.text(0), name: p.text(2), brand: p.text(3), unit: p.text(4),
+                unitSize: UInt32(clamping: p.int(5)), price: Money(minorUnits: p.int(6), currency: p.text(7)),
+                imageURL: p.text(8), outOfStock: p.int(9) == 0, oftenOutOfStock: p.int(10) != 0,
+                shelfUID: p.text(1))
+    }
+
     public func catalogVersion() throws(StorageError) -> UInt64 {
         try connection.withLock { (db) throws(StorageError) -> UInt64 in
             let stmt = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
@@ -133,12 +153,7 @@ public final class SQLiteCatalogStore: CatalogStore {
                        stock, often_out_of_stock FROM products
                 """)
             while try p.step() {
-                let product = Product(
-                    uid: p.text(0), name: p.text(2), brand: p.text(3), unit: p.text(4),
-                    unitSize: UInt32(clamping: p.int(5)),
-                    price: Money(minorUnits: p.int(6), currency: p.text(7)),
-                    imageURL: p.text(8), outOfStock: p.int(9) == 0, oftenOutOfStock: p.int(10) != 0,
-                    shelfUID: p.text(1))
+                let product = Self.product(p)
                 productsByShelf[product.shelfUID, default: []].append(product)
             }
 

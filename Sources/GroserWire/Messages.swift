@@ -12,6 +12,15 @@ public enum RequestMethod: Sendable, Hashable {
     /// `selector` is nil when the client set none (an invalid request).
     case getStore(selector: StoreSelector?, includeProducts: Bool)
     case getShelf(shelfUID: String)
+    case openSession
+    case getCart(session: String, storeUID: String)
+    case addItem(CartMutation, productUID: String, quantity: UInt32)
+    case setQuantity(CartMutation, productUID: String, quantity: UInt32)
+    case removeItem(CartMutation, productUID: String)
+    case clearCart(CartMutation)
+    case checkout(CheckoutDetails)
+    case listOrders(session: String)
+    case setProduct(ProductUpdate)
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -95,6 +104,12 @@ public enum ResponseBody: Sendable, Hashable {
     case listCities(CityList)
     case getStore(StoreCatalog)
     case getShelf(ShelfContents)
+    case openSession(session: String)
+    /// The answer of GetCart and of every cart mutation.
+    case cart(Cart)
+    case checkout(Order)
+    case listOrders([Order])
+    case setProduct(ProductUpdateResult)
 }
 
 /// A server-to-client frame's message.

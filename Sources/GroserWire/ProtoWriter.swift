@@ -40,6 +40,15 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case listCities = 11
     case getStore = 12
     case getShelf = 13
+    case openSession = 14
+    case getCart = 15
+    case addItem = 16
+    case setQuantity = 17
+    case removeItem = 18
+    case clearCart = 19
+    case checkout = 20
+    case listOrders = 21
+    case setProduct = 22
 
     /// The method's name as ServerInfo lists it.
     public var methodName: String {
@@ -48,6 +57,15 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
         case .listCities: "ListCities"
         case .getStore: "GetStore"
         case .getShelf: "GetShelf"
+        case .openSession: "OpenSession"
+        case .getCart: "GetCart"
+        case .addItem: "AddItem"
+        case .setQuantity: "SetQuantity"
+        case .removeItem: "RemoveItem"
+        case .clearCart: "ClearCart"
+        case .checkout: "Checkout"
+        case .listOrders: "ListOrders"
+        case .setProduct: "SetProduct"
         }
     }
 }

@@ -11,7 +11,7 @@ import CProtobufC
 // and frees in a `defer` in the same scope. No C pointer leaves this file.
 
 /// Owns every C allocation of one encode; frees them all at the end.
-private final class Arena {
+final class Arena {
     private var blocks: [UnsafeMutableRawPointer] = []
 
     deinit { for b in blocks { free(b) } }
@@ -39,23 +39,23 @@ private final class Arena {
     }
 }
 
-private func pack(_ message: UnsafePointer<ProtobufCMessage>) -> [UInt8] {
+func pack(_ message: UnsafePointer<ProtobufCMessage>) -> [UInt8] {
     let size = protobuf_c_message_get_packed_size(message)
     return [UInt8](unsafeUninitializedCapacity: max(size, 1)) { buffer, count in
         count = protobuf_c_message_pack(message, buffer.baseAddress!)
     }
 }
 
-private func withMessage<T, R>(_ p: UnsafeMutablePointer<T>, _ body: (UnsafePointer<ProtobufCMessage>) -> R) -> R {
+func withMessage<T, R>(_ p: UnsafeMutablePointer<T>, _ body: (UnsafePointer<ProtobufCMessage>) -> R) -> R {
     UnsafeRawPointer(p).withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { body($0) }
 }
 
-private func str(_ p: UnsafeMutablePointer<CChar>?) -> String {
+func str(_ p: UnsafeMutablePointer<CChar>?) -> String {
     guard let p else { return "" }
     return String(cString: p)
 }
 
-private func items<T>(_ p: UnsafeMutablePointer<UnsafeMutablePointer<T>?>?, _ n: Int) -> [UnsafeMutablePointer<T>] {
+func items<T>(_ p: UnsafeMutablePointer<UnsafeMutablePointer<T>?>?, _ n: Int) -> [UnsafeMutablePointer<T>] {
     guard let p, n > 0 else { return [] }
     return (0..<n).compactMap { p[$0] }
 }
@@ -141,13 +141,16 @@ extension Arena {
     }
 }
 
-private func money(_ p: UnsafeMutablePointer<Groser__V1__Money>?) -> Money {
+func money(_ p: UnsafeMutablePointer<Groser__V1__Money>?) -> Money {
     guard let p else { return Money(minorUnits: 0, currency: "") }
     return Money(minorUnits: p.pointee.minor_units, currency: str(p.pointee.currency))
 }
 
-private func product(_ p: UnsafeMutablePointer<Groser__V1__Product>) -> Product {
-    let c = p.pointee
+func product(_ p: UnsafeMutablePointer<Groser__V1__Product>?) -> Product {
+    guard let c = p?.pointee else {
+        return Product(uid: "", name: "", brand: "", unit: "", unitSize: 0, price: money(nil), imageURL: "",
+                       outOfStock: false, oftenOutOfStock: false, shelfUID: "")
+    }
     return Product(uid: str(c.uid), name: str(c.name), brand: str(c.brand), unit: str(c.unit),
                    unitSize: c.unit_size, price: money(c.price), imageURL: str(c.image_url),
                    outOfStock: c.out_of_stock != 0, oftenOutOfStock: c.often_out_of_stock != 0,
@@ -279,6 +282,8 @@ extension Request {
                 }
             case .unknown:
                 break
+            default:
+                _ = arena.commerceMethod(method, into: p)
             }
         }
         return withMessage(p, pack)
@@ -308,7 +313,7 @@ extension Request {
         case GROSER__V1__REQUEST__METHOD_GET_SHELF:
             method = .getShelf(shelfUID: str(c.get_shelf.pointee.shelf_uid))
         default:
-            method = .unknown
+            method = decodeCommerceMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -358,7 +363,7 @@ extension Response {
             body = .getShelf(ShelfContents(shelf: shelf(b.shelf), storeUID: str(b.store_uid),
                                            departmentUID: str(b.department_uid), catalogVersion: b.catalog_version))
         default:
-            body = .none
+            body = decodeCommerceBody(c) ?? .none
         }
         return Response(id: c.id, status: status, body: body)
     }
@@ -383,6 +388,11 @@ extension Response {
         case .listCities(let v): ResponseFrameWriter.appendOK(id: id, field: .listCities, body: BodyEncoder.listCities(v), to: &out)
         case .getStore(let v): ResponseFrameWriter.appendOK(id: id, field: .getStore, body: BodyEncoder.getStore(v), to: &out)
         case .getShelf(let v): ResponseFrameWriter.appendOK(id: id, field: .getShelf, body: BodyEncoder.getShelf(v), to: &out)
+        case .openSession(let v): ResponseFrameWriter.appendOK(id: id, field: .openSession, body: BodyEncoder.openSession(v), to: &out)
+        case .cart(let v): ResponseFrameWriter.appendOK(id: id, field: .getCart, body: BodyEncoder.cart(v), to: &out)
+        case .checkout(let v): ResponseFrameWriter.appendOK(id: id, field: .checkout, body: BodyEncoder.checkout(v), to: &out)
+        case .listOrders(let v): ResponseFrameWriter.appendOK(id: id, field: .listOrders, body: BodyEncoder.listOrders(v), to: &out)
+        case .setProduct(let v): ResponseFrameWriter.appendOK(id: id, field: .setProduct, body: BodyEncoder.setProduct(v), to: &out)
         }
         return out
     }

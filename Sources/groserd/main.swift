@@ -30,7 +30,7 @@ do {
     let store = try SQLiteCatalogStore(directory: config.dataDirectory)
     logger.info("data in \(store.path)")
     let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-    let created = Server(config: config, service: service, logger: logger)
+    let created = Server(config: config, service: service, commerceStore: store, logger: logger)
     signals = TerminationSignals { [logger] name in
         logger.info("received \(name)")
         created.shutdown()

@@ -77,7 +77,9 @@ struct ClientLibraryTests {
     @Test func serverInfoNamesTheMethodsAndCounts() throws {
         let info = try daemon.client().serverInfo()
         #expect(info.serverVersion.hasPrefix("groserd "))
-        #expect(info.methods == ["ServerInfo", "ListCities", "GetStore", "GetShelf"])
+        #expect(info.methods == ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart",
+                                 "AddItem", "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders",
+                                 "SetProduct"])
         #expect(info.catalogVersion >= 1)
         #expect(info.uptimeMilliseconds < 600_000)
     }

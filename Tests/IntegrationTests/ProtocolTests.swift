@@ -73,9 +73,9 @@ struct ProtocolTests {
 
     @Test func aFrameAtTheMaximumIsAccepted() throws {
         let conn = try RawConnection(path: daemon.socketPath)
-        // A ServerInfo request padded to exactly 65536 bytes with field 20,
+        // A ServerInfo request padded to exactly 65536 bytes with field 1000,
         // a length-delimited field the server does not know and skips.
-        var body: [UInt8] = [0x08, 0x01, 0x52, 0x00, 0xa2, 0x01]
+        var body: [UInt8] = [0x08, 0x01, 0x52, 0x00, 0xc2, 0x3e]
         let padLength = 65536 - body.count - 3
         var v = UInt64(padLength)
         while v >= 0x80 { body.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }

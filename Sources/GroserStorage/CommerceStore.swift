@@ -1,0 +1,136 @@
+import GroserWire
+
+/// A product as carts and checkout need it: authoritative price and stock.
+public struct ProductRecord: Sendable, Hashable {
+    public var uid: String
+    public var storeUID: String
+    public var name: String
+    public var price: Money
+    public var stock: UInt32
+
+    public init(uid: String, storeUID: String, name: String, price: Money, stock: UInt32) {
+        self.uid = uid
+        self.storeUID = storeUID
+        self.name = name
+        self.price = price
+        self.stock = stock
+    }
+}
+
+/// A cart line as stored: the price the customer last saw, so a catalog
+/// change is never charged silently.
+public struct CartLineRecord: Sendable, Hashable {
+    public var productUID: String
+    public var quantity: UInt32
+    public var seenPriceMinorUnits: Int64
+    public init(productUID: String, quantity: UInt32, seenPriceMinorUnits: Int64) {
+        self.productUID = productUID
+        self.quantity = quantity
+        self.seenPriceMinorUnits = seenPriceMinorUnits
+    }
+}
+
+/// A stored cart of one (session, store).
+public struct CartRecord: Sendable, Hashable {
+    public var id: Int64
+    public var version: UInt64
+    /// In the order products were first added.
+    public var lines: [CartLineRecord]
+
+    public init(id: Int64, version: UInt64, lines: [CartLineRecord]) {
+        self.id = id
+        self.version = version
+        self.lines = lines
+    }
+}
+
+/// What checkout writes as an order (the number is assigned by the store).
+public struct OrderDraft: Sendable {
+    public var session: String
+    public var storeUID: String
+    public var cityCode: String
+    public var lines: [OrderLine]
+    public var total: Money
+    public var cardBrand: String
+    public var cardLast4: String
+    public var createdAtUnix: Int64
+    public var deliveryAddress: String
+    public var holderName: String
+
+    public init(session: String, storeUID: String, cityCode: String, lines: [OrderLine], total: Money,
+                cardBrand: String, cardLast4: String, createdAtUnix: Int64, deliveryAddress: String, holderName: String) {
+        self.session = session
+        self.storeUID = storeUID
+        self.cityCode = cityCode
+        self.lines = lines
+        self.total = total
+        self.cardBrand = cardBrand
+        self.cardLast4 = cardLast4
+        self.createdAtUnix = createdAtUnix
+        self.deliveryAddress = deliveryAddress
+        self.holderName = holderName
+    }
+}
+
+/// A stored answer to an idempotent request.
+public struct IdempotentAnswer: Sendable, Hashable {
+    /// What the first request asked, to tell a retry from a key reused for something else.
+    public var fingerprint: String
+    /// The response field and encoded body sent the first time.
+    public var field: UInt32
+    public var body: [UInt8]
+
+    public init(fingerprint: String, field: UInt32, body: [UInt8]) {
+        self.fingerprint = fingerprint
+        self.field = field
+        self.body = body
+    }
+}
+
+/// The operations of one write transaction. The rules (limits, prices,
+/// idempotency) live in the server and only use these, so another backend
+/// implements storage, not rules.
+public protocol CommerceTransaction {
+    /// Isolates one request inside a grouped commit.
+    func savepoint() throws(StorageError)
+    func rollbackToSavepoint() throws(StorageError)
+    func releaseSavepoint() throws(StorageError)
+
+    func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError)
+    /// The stored session token equal to `token`, compared in constant time.
+    func sessionExists(_ token: String) throws(StorageError) -> Bool
+
+    /// The store's city code, or nil when there is no such store.
+    func storeCityCode(_ storeUID: String) throws(StorageError) -> String?
+    func product(_ uid: String) throws(StorageError) -> ProductRecord?
+    /// The product as the catalog serves it (image URL still relative), and its stock.
+    func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)?
+
+    func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord?
+    func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord
+    /// Inserts or replaces one line (one line per product).
+    func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError)
+    func deleteLine(cartID: Int64, productUID: String) throws(StorageError)
+    func deleteAllLines(cartID: Int64) throws(StorageError)
+    func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError)
+
+    func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer?
+    func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError)
+
+    /// Takes `quantity` off the product's stock; the caller checked there is enough.
+    func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError)
+    func updateProduct(_ update: ProductUpdate) throws(StorageError)
+    /// Bumps and returns the catalog version (caches are keyed on it).
+    func bumpCatalogVersion() throws(StorageError) -> UInt64
+
+    func insertOrder(_ draft: OrderDraft) throws(StorageError) -> Order
+    /// Newest first.
+    func orders(session: String) throws(StorageError) -> [Order]
+}
+
+/// Where carts, sessions and orders live.
+public protocol CommerceStore: Sendable {
+    /// Runs `body` in one write transaction and commits it durably before
+    /// returning; rolls back when `body` throws.
+    func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T
+}

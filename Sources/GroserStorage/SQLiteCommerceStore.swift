@@ -1,0 +1,226 @@
+import GroserWire
+
+extension SQLiteCatalogStore: CommerceStore {
+    public func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
+        try connection.withLock { (db) throws(StorageError) -> T in
+            try db.transaction { () throws(StorageError) -> T in
+                try body(SQLiteCommerceTransaction(db: db))
+            }
+        }
+    }
+
+    static func migrateToCommerce(_ db: SQLiteConnection) throws(StorageError) {
+        try db.execute("""
+        CREATE TABLE sessions(
+            selector TEXT NOT NULL, token TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL);
+        CREATE INDEX sessions_by_selector ON sessions(selector);
+        CREATE TABLE carts(
+            id INTEGER PRIMARY KEY, session TEXT NOT NULL, store_uid TEXT NOT NULL REFERENCES stores(uid),
+            version INTEGER NOT NULL, UNIQUE(session, store_uid));
+        CREATE TABLE cart_lines(
+            cart_id INTEGER NOT NULL REFERENCES carts(id), product_uid TEXT NOT NULL REFERENCES products(uid),
+            quantity INTEGER NOT NULL CHECK (quantity > 0), seen_price_minor INTEGER NOT NULL,
+            position INTEGER NOT NULL, PRIMARY KEY(cart_id, product_uid));
+        CREATE TABLE idempotency(
+            session TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, field INTEGER NOT NULL,
+            body BLOB NOT NULL, PRIMARY KEY(session, key));
+        CREATE TABLE orders(
+            id INTEGER PRIMARY KEY, session TEXT NOT NULL, store_uid TEXT NOT NULL, city_code TEXT NOT NULL,
+            total_minor INTEGER NOT NULL, currency TEXT NOT NULL, card_brand TEXT NOT NULL,
+            card_last4 TEXT NOT NULL, created_at INTEGER NOT NULL, delivery_address TEXT NOT NULL,
+            holder_name TEXT NOT NULL);
+        CREATE INDEX orders_by_session ON orders(session, id);
+        CREATE TABLE order_lines(
+            order_id INTEGER NOT NULL REFERENCES orders(id), position INTEGER NOT NULL,
+            product_uid TEXT NOT NULL, name TEXT NOT NULL, unit_price_minor INTEGER NOT NULL,
+            quantity INTEGER NOT NULL, line_total_minor INTEGER NOT NULL, PRIMARY KEY(order_id, position));
+        """)
+    }
+}
+
+/// A session token's first 8 characters: looked up by index, while the rest
+/// is compared in constant time, so lookups leak nothing useful by timing.
+func sessionSelector(_ token: String) -> String { String(token.prefix(8)) }
+
+/// Compares two byte strings in time that depends only on their lengths.
+public func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+    let x = Array(a.utf8), y = Array(b.utf8)
+    guard x.count == y.count else { return false }
+    var diff: UInt8 = 0
+    for i in 0..<x.count { diff |= x[i] ^ y[i] }
+    return diff == 0
+}
+
+final class SQLiteCommerceTransaction: CommerceTransaction {
+    let db: SQLiteConnection
+    init(db: SQLiteConnection) { self.db = db }
+
+    func savepoint() throws(StorageError) { try db.execute("SAVEPOINT request") }
+    func rollbackToSavepoint() throws(StorageError) { try db.execute("ROLLBACK TO request; RELEASE request") }
+    func releaseSavepoint() throws(StorageError) { try db.execute("RELEASE request") }
+
+    func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
+        try db.prepare("INSERT INTO sessions VALUES (?, ?, ?)")
+            .bind(.text(sessionSelector(token)), .text(token), .integer(createdAtUnix)).run()
+    }
+
+    func sessionExists(_ token: String) throws(StorageError) -> Bool {
+        let s = try db.prepare("SELECT token FROM sessions WHERE selector = ?").bind(.text(sessionSelector(token)))
+        var found = false
+        while try s.step() { found = constantTimeEquals(s.text(0), token) || found }
+        return found
+    }
+
+    func storeCityCode(_ storeUID: String) throws(StorageError) -> String? {
+        let s = try db.prepare("SELECT cities.code FROM stores JOIN cities ON cities.uid = stores.city_uid WHERE stores.uid = ?")
+            .bind(.text(storeUID))
+        return try s.step() ? s.text(0) : nil
+    }
+
+    func product(_ uid: String) throws(StorageError) -> ProductRecord? {
+        let s = try db.prepare("""
+            SELECT p.uid, d.store_uid, p.name, p.price_minor, p.currency, p.stock FROM products p
+            JOIN shelves h ON h.uid = p.shelf_uid JOIN departments d ON d.uid = h.department_uid
+            WHERE p.uid = ?
+            """).bind(.text(uid))
+        guard try s.step() else { return nil }
+        return ProductRecord(uid: s.text(0), storeUID: s.text(1), name: s.text(2),
+                             price: Money(minorUnits: s.int(3), currency: s.text(4)), stock: UInt32(clamping: s.int(5)))
+    }
+
+    func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? {
+        let p = try db.prepare("""
+            SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                   stock, often_out_of_stock FROM products WHERE uid = ?
+            """).bind(.text(uid))
+        guard try p.step() else { return nil }
+        return (SQLiteCatalogStore.product(p), UInt32(clamping: p.int(9)))
+    }
+
+    func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord? {
+        let c = try db.prepare("SELECT id, version FROM carts WHERE session = ? AND store_uid = ?")
+            .bind(.text(session), .text(storeUID))
+        guard try c.step() else { return nil }
+        let id = c.int(0)
+        let version = UInt64(c.int(1))
+        var lines: [CartLineRecord] = []
+        let l = try db.prepare("SELECT product_uid, quantity, seen_price_minor FROM cart_lines WHERE cart_id = ? ORDER BY position")
+            .bind(.integer(id))
+        while try l.step() {
+            lines.append(CartLineRecord(productUID: l.text(0), quantity: UInt32(clamping: l.int(1)), seenPriceMinorUnits: l.int(2)))
+        }
+        return CartRecord(id: id, version: version, lines: lines)
+    }
+
+    func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord {
+        try db.prepare("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session), .text(storeUID)).run()
+        return CartRecord(id: db.lastInsertRowID, version: 0, lines: [])
+    }
+
+    func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {
+        // An existing line keeps its position; a new one goes last.
+        try db.prepare("""
+            INSERT INTO cart_lines(cart_id, product_uid, quantity, seen_price_minor, position)
+            VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(position), 0) + 1 FROM cart_lines WHERE cart_id = ?1))
+            ON CONFLICT(cart_id, product_uid) DO UPDATE SET quantity = excluded.quantity,
+                seen_price_minor = excluded.seen_price_minor
+            """).bind(.integer(cartID), .text(line.productUID), .integer(Int64(line.quantity)),
+                      .integer(line.seenPriceMinorUnits)).run()
+    }
+
+    func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {
+        try db.prepare("DELETE FROM cart_lines WHERE cart_id = ? AND product_uid = ?").bind(.integer(cartID), .text(productUID)).run()
+    }
+
+    func deleteAllLines(cartID: Int64) throws(StorageError) {
+        try db.prepare("DELETE FROM cart_lines WHERE cart_id = ?").bind(.integer(cartID)).run()
+    }
+
+    func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {
+        try db.prepare("UPDATE carts SET version = ? WHERE id = ?").bind(.integer(Int64(version)), .integer(cartID)).run()
+    }
+
+    func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer? {
+        let s = try db.prepare("SELECT fingerprint, field, body FROM idempotency WHERE session = ? AND key = ?")
+            .bind(.text(session), .text(key))
+        guard try s.step() else { return nil }
+        return IdempotentAnswer(fingerprint: s.text(0), field: UInt32(clamping: s.int(1)), body: s.blob(2))
+    }
+
+    func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError) {
+        try db.prepare("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)")
+            .bind(.text(session), .text(key), .text(answer.fingerprint), .integer(Int64(answer.field)), .blob(answer.body)).run()
+    }
+
+    func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {
+        try db.prepare("UPDATE products SET stock = stock - ? WHERE uid = ?").bind(.integer(Int64(quantity)), .text(productUID)).run()
+    }
+
+    func updateProduct(_ update: ProductUpdate) throws(StorageError) {
+        if let price = update.priceMinorUnits {
+            try db.prepare("UPDATE products SET price_minor = ? WHERE uid = ?").bind(.integer(price), .text(update.productUID)).run()
+        }
+        if let stock = update.stock {
+            try db.prepare("UPDATE products SET stock = ? WHERE uid = ?").bind(.integer(Int64(stock)), .text(update.productUID)).run()
+        }
+    }
+
+    func bumpCatalogVersion() throws(StorageError) -> UInt64 {
+        try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_version'")
+        let s = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
+        _ = try s.step()
+        return UInt64(s.int(0))
+    }
+
+    func insertOrder(_ d: OrderDraft) throws(StorageError) -> Order {
+        try db.prepare("""
+            INSERT INTO orders(session, store_uid, city_code, total_minor, currency, card_brand, card_last4,
+                               created_at, delivery_address, holder_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).bind(.text(d.session), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
+                      .text(d.total.currency), .text(d.cardBrand), .text(d.cardLast4), .integer(d.createdAtUnix),
+                      .text(d.deliveryAddress), .text(d.holderName)).run()
+        let id = db.lastInsertRowID
+        let line = try db.prepare("INSERT INTO order_lines VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for (i, l) in d.lines.enumerated() {
+            try line.bind(.integer(id), .integer(Int64(i)), .text(l.productUID), .text(l.name),
+                          .integer(l.unitPrice.minorUnits), .integer(Int64(l.quantity)), .integer(l.lineTotal.minorUnits)).run()
+        }
+        return Order(number: Self.orderNumber(id), storeUID: d.storeUID, cityCode: d.cityCode, lines: d.lines,
+                     total: d.total, cardBrand: d.cardBrand, cardLast4: d.cardLast4, createdAtUnix: d.createdAtUnix,
+                     deliveryAddress: d.deliveryAddress, holderName: d.holderName)
+    }
+
+    static func orderNumber(_ id: Int64) -> String {
+        let digits = String(id)
+        return "G-" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
+    }
+
+    func orders(session: String) throws(StorageError) -> [Order] {
+        let o = try db.prepare("""
+            SELECT id, store_uid, city_code, total_minor, currency, card_brand, card_last4, created_at,
+                   delivery_address, holder_name FROM orders WHERE session = ? ORDER BY id DESC
+            """).bind(.text(session))
+        var orders: [(Int64, Order)] = []
+        while try o.step() {
+            let currency = o.text(4)
+            orders.append((o.int(0), Order(
+                number: Self.orderNumber(o.int(0)), storeUID: o.text(1), cityCode: o.text(2), lines: [],
+                total: Money(minorUnits: o.int(3), currency: currency), cardBrand: o.text(5), cardLast4: o.text(6),
+                createdAtUnix: o.int(7), deliveryAddress: o.text(8), holderName: o.text(9))))
+        }
+        let l = try db.prepare("""
+            SELECT product_uid, name, unit_price_minor, quantity, line_total_minor FROM order_lines
+            WHERE order_id = ? ORDER BY position
+            """)
+        for i in orders.indices {
+            l.bind(.integer(orders[i].0))
+            let currency = orders[i].1.total.currency
+            while try l.step() {
+                orders[i].1.lines.append(OrderLine(
+                    productUID: l.text(0), name: l.text(1), unitPrice: Money(minorUnits: l.int(2), currency: currency),
+                    quantity: UInt32(clamping: l.int(3)), lineTotal: Money(minorUnits: l.int(4), currency: currency)))
+            }
+        }
+        return orders.map(\.1)
+    }
+}

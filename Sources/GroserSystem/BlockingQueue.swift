@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+import CLinux
+#endif
+
+/// A multi-producer queue one consumer thread drains in batches (pthread
+/// mutex and condition variable; no Dispatch in the request path).
+public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
+    // @unchecked: `items` and `closed` are only touched with `mutex` held.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var items: [Element] = []
+    private var closed = false
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    /// Adds an element; false when the queue is closed.
+    @discardableResult
+    public func put(_ element: Element) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard !closed else { return false }
+        items.append(element)
+        pthread_cond_signal(condition)
+        return true
+    }
+
+    /// Waits until something is queued, then takes up to `limit` elements in
+    /// order. Returns an empty array once the queue is closed and drained.
+    public func take(upTo limit: Int) -> [Element] {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while items.isEmpty && !closed { pthread_cond_wait(condition, mutex) }
+        let n = min(limit, items.count)
+        let batch = Array(items.prefix(n))
+        items.removeFirst(n)
+        return batch
+    }
+
+    /// No more puts; `take` returns what is left, then empty arrays.
+    public func close() {
+        pthread_mutex_lock(mutex)
+        closed = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+}
+
+/// Random bytes from the kernel (getrandom), for session tokens.
+public enum KernelRandom {
+    public static func bytes(_ count: Int) throws(Errno) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = try syscall { out.withUnsafeMutableBytes { getrandom($0.baseAddress! + filled, count - filled, 0) } }
+            filled += n
+        }
+        return out
+    }
+
+    /// `count` random bytes as lower-case hex.
+    public static func hex(_ count: Int) throws(Errno) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var s: [UInt8] = []
+        for b in try bytes(count) {
+            s.append(digits[Int(b >> 4)])
+            s.append(digits[Int(b & 0xf)])
+        }
+        return String(decoding: s, as: UTF8.self)
+    }
+}
+
+/// The local calendar year and month (1...12) now, by the host's clock.
+public func localYearMonth() -> (year: Int, month: Int) {
+    var t = time(nil)
+    var tm = tm()
+    localtime_r(&t, &tm)
+    return (Int(tm.tm_year) + 1900, Int(tm.tm_mon) + 1)
+}
