@@ -85,6 +85,9 @@ public enum ClientCommand {
         } catch let error as UsageError {
             err("groser-client \(name): \(error.message)\n")
             return 2
+        } catch is Cancelled {
+            err("groser-client \(name): cancelled; nothing was changed\n")
+            return 1
         } catch GroserError.server(let status) {
             err("groser-client \(name): \(status.code): \(status.message)\n")
             return 64 + status.code.rawValue

@@ -62,7 +62,7 @@ struct Subcommand: Sendable {
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info]
+    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info, cart, checkout, orders, admin]
 
     static let cities = Subcommand(
         name: "cities", usage: "cities [--json]",

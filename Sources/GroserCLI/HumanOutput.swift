@@ -69,6 +69,48 @@ public enum HumanOutput {
         return out + table(rows, rightAligned: [3])
     }
 
+    static func cart(_ c: Cart) -> String {
+        if c.lines.isEmpty { return "The cart at \(c.storeUID) is empty (version \(c.version)).\n" }
+        var out = "Cart at \(c.storeUID) · version \(c.version)\n"
+        var rows: [[String]] = [["PRODUCT", "UID", "PRICE", "QTY", "TOTAL", ""]]
+        for l in c.lines {
+            var note = ""
+            if l.priceChanged, let before = l.previousPrice { note = "price changed from \(price(before))" }
+            if l.outOfStock { note += note.isEmpty ? "out of stock" : "; out of stock" }
+            rows.append([l.name, l.productUID, price(l.unitPrice), String(l.quantity), price(l.lineTotal), note])
+        }
+        rows.append(["SUBTOTAL", "", "", String(c.itemCount), price(c.subtotal), ""])
+        out += table(rows, rightAligned: [2, 3, 4])
+        return out
+    }
+
+    static func order(_ o: Order) -> String {
+        var out = "\(o.number) · \(o.cityCode) · \(o.storeUID) · \(date(o.createdAtUnix)) · \(o.cardBrand) •••• \(o.cardLast4)\n"
+        out += "deliver to \(o.deliveryAddress)\n"
+        var rows: [[String]] = [["PRODUCT", "PRICE", "QTY", "TOTAL"]]
+        for l in o.lines { rows.append([l.name, price(l.unitPrice), String(l.quantity), price(l.lineTotal)]) }
+        rows.append(["TOTAL", "", "", price(o.total)])
+        return out + table(rows, rightAligned: [1, 2, 3])
+    }
+
+    /// "2026-12-02 16:45 UTC".
+    static func date(_ unix: Int64) -> String {
+        let days = unix >= 0 ? unix / 86400 : (unix - 86399) / 86400
+        let secs = unix - days * 86400
+        // Civil from days (Howard Hinnant's algorithm).
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(y)-\(two(m))-\(two(d)) \(two(secs / 3600)):\(two(secs / 60 % 60)) UTC"
+    }
+
     static func info(_ v: ServerInfo, socket: String) -> String {
         let seconds = v.uptimeMilliseconds / 1000
         return """
@@ -96,6 +138,7 @@ public enum HumanOutput {
                 line += rightAligned.contains(i) ? pad + cell : (isLast ? cell : cell + pad)
                 if !isLast { line += "  " }
             }
+            while line.last == " " { line.removeLast() }
             out += line + "\n"
         }
         return out

@@ -105,6 +105,35 @@ enum ProtoJSON {
                  ("departmentUid", .string(v.departmentUID)), ("catalogVersion", .uint64(v.catalogVersion))])
     }
 
+    static func cartLine(_ l: CartLine) -> JSON {
+        var fields: [(String, JSON)] = [
+            ("productUid", .string(l.productUID)), ("name", .string(l.name)), ("unitPrice", money(l.unitPrice)),
+            ("quantity", .uint32(l.quantity)), ("lineTotal", money(l.lineTotal)), ("priceChanged", .bool(l.priceChanged)),
+        ]
+        if let previous = l.previousPrice { fields.append(("previousPrice", money(previous))) }
+        fields.append(("outOfStock", .bool(l.outOfStock)))
+        return .object(fields)
+    }
+
+    static func cart(_ c: Cart) -> JSON {
+        .object([("storeUid", .string(c.storeUID)), ("lines", .array(c.lines.map(cartLine))),
+                 ("subtotal", money(c.subtotal)), ("itemCount", .uint32(c.itemCount)),
+                 ("currency", .string(c.currency)), ("version", .uint64(c.version))])
+    }
+
+    static func order(_ o: Order) -> JSON {
+        .object([
+            ("number", .string(o.number)), ("storeUid", .string(o.storeUID)), ("cityCode", .string(o.cityCode)),
+            ("lines", .array(o.lines.map { l in
+                .object([("productUid", .string(l.productUID)), ("name", .string(l.name)), ("unitPrice", money(l.unitPrice)),
+                         ("quantity", .uint32(l.quantity)), ("lineTotal", money(l.lineTotal))])
+            })),
+            ("total", money(o.total)), ("cardBrand", .string(o.cardBrand)), ("cardLast4", .string(o.cardLast4)),
+            ("createdAtUnix", .int64(o.createdAtUnix)), ("deliveryAddress", .string(o.deliveryAddress)),
+            ("holderName", .string(o.holderName)),
+        ])
+    }
+
     static func serverInfo(_ v: ServerInfo) -> JSON {
         .object([("serverVersion", .string(v.serverVersion)), ("protocolVersion", .uint32(v.protocolVersion)),
                  ("uptimeMs", .uint64(v.uptimeMilliseconds)), ("catalogVersion", .uint64(v.catalogVersion)),

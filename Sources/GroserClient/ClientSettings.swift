@@ -6,8 +6,13 @@ import GroserSystem
 public struct ClientSettings: Sendable, Hashable {
     /// The selected city's code, e.g. "SPB".
     public var cityCode: String?
+    /// The customer session token from OpenSession, so carts continue across runs.
+    public var session: String?
 
-    public init(cityCode: String? = nil) { self.cityCode = cityCode }
+    public init(cityCode: String? = nil, session: String? = nil) {
+        self.cityCode = cityCode
+        self.session = session
+    }
 
     /// `$XDG_CONFIG_HOME/groser/client.conf`, else `~/.config/groser/client.conf`.
     public static func defaultPath() -> String {
@@ -24,6 +29,7 @@ public struct ClientSettings: Sendable, Hashable {
             let key = line[..<eq].trimmingSpaces
             let value = line[line.index(after: eq)...].trimmingSpaces
             if key == "city", !value.isEmpty { settings.cityCode = String(value) }
+            if key == "session", !value.isEmpty { settings.session = String(value) }
         }
         return settings
     }
@@ -35,7 +41,9 @@ public struct ClientSettings: Sendable, Hashable {
         }
         var text = "# groser-client settings\n"
         if let cityCode { text += "city=\(cityCode)\n" }
-        try Files.writeAtomically(path, Array(text.utf8))
+        if let session { text += "session=\(session)\n" }
+        // 0600: the session token is a secret.
+        try Files.writeAtomically(path, Array(text.utf8), mode: 0o600)
     }
 }
 

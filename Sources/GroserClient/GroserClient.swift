@@ -105,7 +105,7 @@ public final class GroserClient: Sendable {
 
     /// Runs a blocking call on a Dispatch thread, so no thread of the
     /// cooperative pool ever waits on the socket.
-    private func offload<T: Sendable>(_ body: @escaping @Sendable () throws(GroserError) -> T) async throws -> T {
+    func offload<T: Sendable>(_ body: @escaping @Sendable () throws(GroserError) -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result(catching: body))
@@ -115,7 +115,7 @@ public final class GroserClient: Sendable {
 
     // MARK: The wire
 
-    private static func mismatch(_ method: String) -> GroserError {
+    static func mismatch(_ method: String) -> GroserError {
         .transport("the server answered \(method) with another method's body")
     }
 

@@ -1,0 +1,281 @@
+import GroserClient
+import GroserSystem
+
+extension Commands {
+    static let storeOptions = [
+        OptionSpec(name: "--city", valueName: "CODE", help: "the city whose default store's cart to use"),
+        OptionSpec(name: "--store", valueName: "UID", help: "the store whose cart to use"),
+    ]
+
+    static let cart = Subcommand(
+        name: "cart", usage: "cart [add PRODUCT [--qty N] | set PRODUCT N | remove PRODUCT [--yes] | clear] [--city CODE | --store UID]",
+        abstract: """
+        Shows or changes the cart at a store (by default the saved city's default store).
+          cart                      show the cart with line totals and the subtotal
+          cart add PRODUCT          add one (or --qty N) of a product
+          cart set PRODUCT N        set a line's quantity; 0 removes it
+          cart remove PRODUCT       remove a line (asks first on a terminal; --yes skips the question)
+          cart clear                empty the cart
+        The session is opened on first use and saved beside the city, so carts continue across runs.
+        """,
+        options: storeOptions + [
+            OptionSpec(name: "--qty", valueName: "N", help: "how many to add (default: 1)"),
+            OptionSpec(name: "--yes", valueName: nil, help: "remove without asking"),
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            let store = try StoreChoice(parsed, help: help)
+            let words = parsed.positionals
+            let qtyText = parsed.values["--qty"]
+            func quantity(_ text: String) throws(UsageError) -> UInt32 {
+                guard let n = UInt32(text) else { throw UsageError("\"\(text)\" is not a whole number of items", help: help) }
+                return n
+            }
+            switch words.first {
+            case nil:
+                return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                    try client.cart(session: session, storeUID: storeUID)
+                } }
+            case "add":
+                guard words.count == 2 else { throw UsageError("cart add needs exactly one product uid", help: help) }
+                let n = try quantity(qtyText ?? "1")
+                return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                    try client.addItem(mutation(session, storeUID), productUID: words[1], quantity: n)
+                } }
+            case "set":
+                guard words.count == 3 else { throw UsageError("cart set needs a product uid and a quantity", help: help) }
+                let n = try quantity(words[2])
+                return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                    try client.setQuantity(mutation(session, storeUID), productUID: words[1], quantity: n)
+                } }
+            case "remove":
+                guard words.count == 2 else { throw UsageError("cart remove needs exactly one product uid", help: help) }
+                let yes = parsed.flags.contains("--yes")
+                if !yes && !Terminal.inputIsTerminal {
+                    throw UsageError("cart remove asks for confirmation, and there is no terminal to ask on; add --yes")
+                }
+                return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                    if !yes {
+                        let current = try client.cart(session: session, storeUID: storeUID)
+                        guard let line = current.lines.first(where: { $0.productUID == words[1] }) else {
+                            throw GroserError.server(Status(.notFound, "The product \"\(words[1])\" is not in the cart."))
+                        }
+                        guard Terminal.confirm("Remove \(line.name) from the cart?") else {
+                            throw Cancelled()
+                        }
+                    }
+                    return try client.removeItem(mutation(session, storeUID), productUID: words[1])
+                } }
+            case "clear":
+                guard words.count == 1 else { throw UsageError("cart clear takes no arguments", help: help) }
+                return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                    try client.clearCart(mutation(session, storeUID))
+                } }
+            case let other?:
+                throw UsageError("unknown cart action \"\(other)\" (add, set, remove, clear)", help: help)
+            }
+        })
+
+    static let checkout = Subcommand(
+        name: "checkout", usage: "checkout --exp MM/YY --name HOLDER --address ADDRESS [--card-from-stdin] [--city CODE | --store UID]",
+        abstract: """
+        Pays for the cart by card and places the order. The card number and then the CVC are read
+        from a prompt with echo off, or with --card-from-stdin as the first and second lines of
+        standard input; never from an argument. If prices changed since the cart was last shown,
+        checkout shows them and stops (exit 73); run it again to accept them.
+        """,
+        options: storeOptions + [
+            OptionSpec(name: "--exp", valueName: "MM/YY", help: "the card's expiry month and year (MM/YY or MM/YYYY)"),
+            OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card"),
+            OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver"),
+            OptionSpec(name: "--card-from-stdin", valueName: nil, help: "read the number and CVC from standard input"),
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            let store = try StoreChoice(parsed, help: help)
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            guard let exp = parsed.values["--exp"], let holder = parsed.values["--name"],
+                  let address = parsed.values["--address"] else {
+                throw UsageError("checkout needs --exp, --name and --address", help: help)
+            }
+            let parts = exp.split(separator: "/")
+            guard parts.count == 2, let month = UInt32(parts[0]), let year = UInt32(parts[1]),
+                  parts[0].count <= 2, parts[1].count == 2 || parts[1].count == 4 else {
+                throw UsageError("--exp must look like MM/YY or MM/YYYY, not \"\(exp)\"", help: help)
+            }
+            let fromStdin = parsed.flags.contains("--card-from-stdin")
+            if !fromStdin && !Terminal.inputIsTerminal {
+                throw UsageError("no terminal to read the card from; pipe the number and CVC with --card-from-stdin", help: help)
+            }
+            return { ctx in
+                try withSession(ctx, store) { client, session, storeUID in
+                    let cart = try client.cart(session: session, storeUID: storeUID)
+                    let changed = cart.lines.filter(\.priceChanged)
+                    if !changed.isEmpty {
+                        let list = changed.map { "\($0.name) \($0.previousPrice.map(HumanOutput.price) ?? "?") → \(HumanOutput.price($0.unitPrice))" }
+                        throw GroserError.server(Status(.failedPrecondition,
+                            "Prices changed since the cart was last shown: \(list.joined(separator: "; ")). Run checkout again to accept them."))
+                    }
+                    let number: String?
+                    let cvc: String?
+                    if fromStdin {
+                        number = Terminal.readLine()
+                        cvc = Terminal.readLine()
+                    } else {
+                        StandardStreams.err("Paying \(HumanOutput.price(cart.subtotal)) for \(cart.itemCount) items at \(storeUID).\n")
+                        number = Terminal.readSecret(prompt: "Card number: ")
+                        cvc = Terminal.readSecret(prompt: "CVC: ")
+                    }
+                    guard let number, let cvc else {
+                        throw UsageError("the card number and CVC were not given")
+                    }
+                    let order = try client.checkout(CheckoutDetails(
+                        session: session, storeUID: storeUID, expectedVersion: cart.version, deliveryAddress: address,
+                        card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
+                        idempotencyKey: newKey()))
+                    ctx.out(ctx.options.json ? JSON.object([("order", ProtoJSON.order(order))]).rendered() + "\n"
+                                             : "Order \(order.number) placed.\n" + HumanOutput.order(order))
+                }
+            }
+        })
+
+    static let orders = Subcommand(
+        name: "orders", usage: "orders [--json]",
+        abstract: "Lists this session's orders, newest first.",
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            return { ctx in
+                let client = ctx.client()
+                guard let session = (try? ClientSettings.load(from: ctx.settingsPath))?.session else {
+                    ctx.out(ctx.options.json ? JSON.object([("orders", .array([]))]).rendered() + "\n" : "No orders yet.\n")
+                    return
+                }
+                let orders = try client.orders(session: session)
+                if ctx.options.json {
+                    ctx.out(JSON.object([("orders", .array(orders.map(ProtoJSON.order)))]).rendered() + "\n")
+                } else {
+                    ctx.out(orders.isEmpty ? "No orders yet.\n" : orders.map(HumanOutput.order).joined(separator: "\n"))
+                }
+            }
+        })
+
+    static let admin = Subcommand(
+        name: "admin", usage: "admin set-product PRODUCT [--price AMOUNT] [--stock N]",
+        abstract: """
+        Operators: changes a product's price (in the currency's units, e.g. 89.90) and/or stock.
+        Only groserd's own user and root may; others get PERMISSION_DENIED (exit 71).
+        """,
+        options: [
+            OptionSpec(name: "--price", valueName: "AMOUNT", help: "the new price, e.g. 89.90"),
+            OptionSpec(name: "--stock", valueName: "N", help: "the new stock count"),
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            guard parsed.positionals.count == 2, parsed.positionals[0] == "set-product" else {
+                throw UsageError("admin needs: set-product PRODUCT [--price AMOUNT] [--stock N]", help: help)
+            }
+            let product = parsed.positionals[1]
+            var price: Int64?
+            if let text = parsed.values["--price"] {
+                guard let minor = parseAmount(text) else {
+                    throw UsageError("--price must be an amount like 89.90, not \"\(text)\"", help: help)
+                }
+                price = minor
+            }
+            var stock: UInt32?
+            if let text = parsed.values["--stock"] {
+                guard let n = UInt32(text) else { throw UsageError("--stock must be a whole number, not \"\(text)\"", help: help) }
+                stock = n
+            }
+            guard price != nil || stock != nil else { throw UsageError("give --price, --stock or both", help: help) }
+            return { ctx in
+                let r = try ctx.client().setProduct(ProductUpdate(productUID: product, priceMinorUnits: price, stock: stock))
+                if ctx.options.json {
+                    ctx.out(JSON.object([("product", ProtoJSON.product(r.product)), ("stock", .uint32(r.stock)),
+                                         ("catalogVersion", .uint64(r.catalogVersion))]).rendered() + "\n")
+                } else {
+                    ctx.out("\(r.product.name): \(HumanOutput.price(r.product.price)), stock \(r.stock) · catalog version \(r.catalogVersion)\n")
+                }
+            }
+        })
+}
+
+/// The person answered no.
+struct Cancelled: Error {}
+
+/// Which store a cart command means.
+struct StoreChoice: Sendable {
+    var city: String?
+    var store: String?
+
+    init(_ parsed: ParsedArguments, help: String) throws(UsageError) {
+        city = parsed.values["--city"]
+        store = parsed.values["--store"]
+        if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
+    }
+
+    /// The store's uid: given, or the default store of the given or saved city.
+    func resolve(_ client: GroserClient, settings: ClientSettings) throws -> String {
+        if let store { return store }
+        guard let code = city ?? settings.cityCode else {
+            throw UsageError("no store given and no city saved; use --city CODE, --store UID or set-city CODE")
+        }
+        let cities = try client.listCities().cities
+        guard let c = cities.first(where: { $0.code.uppercased() == code.uppercased() }) else {
+            throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"."))
+        }
+        return c.defaultStoreUID
+    }
+}
+
+/// A fresh idempotency key, so a retried mutation is applied once.
+func newKey() -> String { (try? KernelRandom.hex(12)) ?? "" }
+
+func mutation(_ session: String, _ storeUID: String) -> CartMutation {
+    CartMutation(session: session, storeUID: storeUID, idempotencyKey: newKey())
+}
+
+/// "89.90" → 8990 minor units; nil for anything else.
+func parseAmount(_ text: String) -> Int64? {
+    let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+    guard parts.count <= 2, let units = Int64(parts[0]), units >= 0, !parts[0].hasPrefix("+") else { return nil }
+    var cents: Int64 = 0
+    if parts.count == 2 {
+        let f = parts[1]
+        guard (1...2).contains(f.count), f.allSatisfy(\.isNumber), let v = Int64(f) else { return nil }
+        cents = f.count == 1 ? v * 10 : v
+    }
+    let (scaled, o1) = units.multipliedReportingOverflow(by: 100)
+    let (total, o2) = scaled.addingReportingOverflow(cents)
+    return o1 || o2 ? nil : total
+}
+
+/// Runs `body` with the saved session (opening and saving one on first use,
+/// or when groserd no longer knows the saved one) and the chosen store.
+func withSession(_ ctx: Context, _ choice: StoreChoice,
+                 _ body: (GroserClient, String, String) throws -> Void) throws {
+    let client = ctx.client()
+    var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
+    let storeUID = try choice.resolve(client, settings: settings)
+    func fresh() throws -> String {
+        let token = try client.openSession()
+        settings.session = token
+        do { try settings.save(to: ctx.settingsPath) } catch {
+            throw GroserError.transport("cannot save the session in \(ctx.settingsPath): \(error)")
+        }
+        return token
+    }
+    let session = try settings.session ?? fresh()
+    do {
+        try body(client, session, storeUID)
+    } catch GroserError.server(let status) where status.code == .unauthenticated && settings.session == session {
+        StandardStreams.err("groser-client: groserd does not know the saved session; opened a new one\n")
+        try body(client, try fresh(), storeUID)
+    }
+}
+
+/// `withSession` for commands that print the resulting cart.
+func withCart(_ ctx: Context, _ choice: StoreChoice,
+              _ body: @escaping (GroserClient, String, String) throws -> Cart) throws {
+    try withSession(ctx, choice) { client, session, storeUID in
+        let cart = try body(client, session, storeUID)
+        ctx.out(ctx.options.json ? JSON.object([("cart", ProtoJSON.cart(cart))]).rendered() + "\n" : HumanOutput.cart(cart))
+    }
+}

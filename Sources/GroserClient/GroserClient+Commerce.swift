@@ -1,0 +1,89 @@
+import GroserSystem
+
+/// Sessions, carts, checkout, orders and the operators' catalog update.
+extension GroserClient {
+    /// Opens an anonymous customer session; keep the token secret.
+    public func openSession(timeout: Double? = nil) throws(GroserError) -> String {
+        guard case .openSession(let token) = try call(.openSession, timeout: timeout) else { throw Self.mismatch("OpenSession") }
+        return token
+    }
+
+    /// The session's cart at a store (empty, version 0, when there is none).
+    /// Showing a cart acknowledges changed prices: the lines marked
+    /// `priceChanged` may be checked out after this call.
+    public func cart(session: String, storeUID: String, timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.getCart(session: session, storeUID: storeUID), "GetCart", timeout)
+    }
+
+    /// Adds `quantity` of a product to its line (a new line if there is none).
+    public func addItem(_ cart: CartMutation, productUID: String, quantity: UInt32 = 1,
+                        timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.addItem(cart, productUID: productUID, quantity: quantity), "AddItem", timeout)
+    }
+
+    /// Sets a line's quantity; 0 removes it.
+    public func setQuantity(_ cart: CartMutation, productUID: String, quantity: UInt32,
+                            timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.setQuantity(cart, productUID: productUID, quantity: quantity), "SetQuantity", timeout)
+    }
+
+    /// Removes a product's line.
+    public func removeItem(_ cart: CartMutation, productUID: String, timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.removeItem(cart, productUID: productUID), "RemoveItem", timeout)
+    }
+
+    /// Empties the cart.
+    public func clearCart(_ cart: CartMutation, timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.clearCart(cart), "ClearCart", timeout)
+    }
+
+    /// Places an order for the cart at the version the customer confirmed.
+    public func checkout(_ details: CheckoutDetails, timeout: Double? = nil) throws(GroserError) -> Order {
+        guard case .checkout(let order) = try call(.checkout(details), timeout: timeout) else { throw Self.mismatch("Checkout") }
+        return order
+    }
+
+    /// The session's orders, newest first.
+    public func orders(session: String, timeout: Double? = nil) throws(GroserError) -> [Order] {
+        guard case .listOrders(let orders) = try call(.listOrders(session: session), timeout: timeout) else {
+            throw Self.mismatch("ListOrders")
+        }
+        return orders
+    }
+
+    /// Operators only: changes a product's price and/or stock.
+    public func setProduct(_ update: ProductUpdate, timeout: Double? = nil) throws(GroserError) -> ProductUpdateResult {
+        guard case .setProduct(let result) = try call(.setProduct(update), timeout: timeout) else { throw Self.mismatch("SetProduct") }
+        return result
+    }
+
+    private func cartCall(_ method: RequestMethod, _ name: String, _ timeout: Double?) throws(GroserError) -> Cart {
+        guard case .cart(let cart) = try call(method, timeout: timeout) else { throw Self.mismatch(name) }
+        return cart
+    }
+
+    // MARK: Async
+
+    public func openSession(timeout: Double? = nil) async throws -> String {
+        try await offload { () throws(GroserError) in try self.openSession(timeout: timeout) }
+    }
+
+    public func cart(session: String, storeUID: String, timeout: Double? = nil) async throws -> Cart {
+        try await offload { () throws(GroserError) in try self.cart(session: session, storeUID: storeUID, timeout: timeout) }
+    }
+
+    public func addItem(_ cart: CartMutation, productUID: String, quantity: UInt32 = 1,
+                        timeout: Double? = nil) async throws -> Cart {
+        try await offload { () throws(GroserError) in
+            try self.addItem(cart, productUID: productUID, quantity: quantity, timeout: timeout)
+        }
+    }
+
+    public func checkout(_ details: CheckoutDetails, timeout: Double? = nil) async throws -> Order {
+        try await offload { () throws(GroserError) in try self.checkout(details, timeout: timeout) }
+    }
+
+    public func orders(session: String, timeout: Double? = nil) async throws -> [Order] {
+        try await offload { () throws(GroserError) in try self.orders(session: session, timeout: timeout) }
+    }
+}
