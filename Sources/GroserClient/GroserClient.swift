@@ -5,7 +5,10 @@ import Synchronization
 
 /// A connection to groserd. Safe to share between threads and tasks: calls
 /// are serialised on one connection, which is opened on first use and
-/// reopened after a failure.
+/// reopened after a failure. A call that fails on a connection kept from an
+/// earlier call (a daemon restart closes it) is sent once more on a new one,
+/// when sending it twice cannot change anything twice: reads, and mutations
+/// that carry an idempotency key.
 public final class GroserClient: Sendable {
     /// The socket this client talks to.
     public let socketPath: String
@@ -131,7 +134,7 @@ public final class GroserClient: Sendable {
                 reset(&s)
                 // A connection kept from an earlier call may have been closed
                 // by a daemon restart: try once more on a new one.
-                if reused, case .transport = error {
+                if reused, case .transport = error, method.isSafeToRetry {
                     result = Result { () throws(GroserError) -> Response in
                         try exchange(&s, method, seconds: seconds, deadline: deadline)
                     }
@@ -249,6 +252,18 @@ public final class GroserClient: Sendable {
                 let wait = try remaining(deadline, seconds)
                 _ = try? socket.poll(timeoutMilliseconds: wait)
             }
+        }
+    }
+}
+
+extension RequestMethod {
+    /// True when sending the request twice cannot apply a change twice.
+    public var isSafeToRetry: Bool {
+        switch self {
+        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _): return !m.idempotencyKey.isEmpty
+        case .clearCart(let m): return !m.idempotencyKey.isEmpty
+        case .checkout(let d): return !d.idempotencyKey.isEmpty
+        default: return true
         }
     }
 }

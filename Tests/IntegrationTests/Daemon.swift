@@ -11,6 +11,8 @@ final class Daemon: @unchecked Sendable {
     let imageBaseURL: String
     private(set) var process: Process
     let stderrPath: String
+    /// Options given at creation, used again by every restart.
+    let extraArguments: [String]
 
     /// Where `swift build` put the executables: next to the test bundle.
     static let binDirectory: String = {
@@ -38,12 +40,13 @@ final class Daemon: @unchecked Sendable {
         dataDirectory = self.directory + "/data"
         stderrPath = self.directory + "/groserd.log"
         self.imageBaseURL = imageBaseURL
+        self.extraArguments = extraArguments
         process = Process()
-        try start(extraArguments: extraArguments)
+        try start()
     }
 
     /// Starts groserd and waits until it answers.
-    func start(extraArguments: [String] = []) throws {
+    func start() throws {
         process = Daemon.launch(socket: socketPath, data: dataDirectory, imageBaseURL: imageBaseURL,
                                 stderrPath: stderrPath, extra: extraArguments)
         let deadline = Date().addingTimeInterval(15)

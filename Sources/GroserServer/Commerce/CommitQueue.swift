@@ -55,6 +55,10 @@ final class CommitQueue: Sendable {
     }
 
     private func commit(_ batch: [CommerceJob]) {
+        let started = monotonicNanoseconds()
+        defer {
+            logger.debug("committed \(batch.count) request(s) in \((monotonicNanoseconds() - started) / 1000) µs")
+        }
         var outcomes = [CommerceOutcome?](repeating: nil, count: batch.count)
         var catalogChanged = false
         do {
