@@ -1,3 +1,5 @@
+import GroserSystem
+
 /// groserd's command line.
 public enum DaemonArguments {
     public static let usage = """
@@ -15,6 +17,8 @@ public enum DaemonArguments {
       --max-frame-bytes N      largest accepted frame body (default: 4194304)
       --threads N              event loop threads (default: one per core)
       --max-quantity N         most units of one product in a cart line (default: 99)
+      --socket-group GROUP     group of the socket file (mode 0660): who may connect
+      --admin-group GROUP      members may change the catalog (besides groserd's user and root)
       --log-level LEVEL        debug, info, warning or error (default: info)
       -h, --help               show this help
     """
@@ -65,6 +69,10 @@ public enum DaemonArguments {
                 config.imageBaseURL = url
             case "--max-frame-bytes": config.maximumFrameBytes = try positive(name, v(), upTo: 1 << 30)
             case "--threads": config.threads = try positive(name, v(), upTo: 256)
+            case "--socket-group", "--admin-group":
+                let text = try v()
+                guard let gid = Accounts.groupID(text) else { throw ServerError("\(name): there is no group \"\(text)\"") }
+                if name == "--socket-group" { config.socketGroup = gid } else { config.adminGroup = gid }
             case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 1_000_000))
             case "--log-level":
                 let text = try v()

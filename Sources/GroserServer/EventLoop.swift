@@ -237,7 +237,7 @@ final class EventLoop: @unchecked Sendable {
         connection.held.append((slot, nil))
         let fd = connection.socket.descriptor
         let serial = connection.serial
-        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid), receivedAt: receivedAt) {
+        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid), receivedAt: receivedAt) {
             [self] frame in
             inbox.withLock { $0.append((fd, serial, slot, frame)) }
             wakeup.signal()

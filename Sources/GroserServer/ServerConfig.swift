@@ -15,6 +15,11 @@ public struct ServerConfig: Sendable {
     public var maximumPendingOutputBytes: Int
     /// The most units of one product in a cart line.
     public var maximumQuantity: UInt32 = 99
+    /// The socket file's group (it is 0660), when not the daemon's own.
+    public var socketGroup: UInt32?
+    /// Members of this group may call the admin methods, besides the
+    /// daemon's own user and root.
+    public var adminGroup: UInt32?
 
     public init(socketPath: String = ServerConfig.defaultSocketPath(),
                 dataDirectory: String = ServerConfig.defaultDataDirectory(),

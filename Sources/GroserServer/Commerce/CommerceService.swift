@@ -30,7 +30,11 @@ public struct Refusal: Error, Sendable, Hashable {
 /// Who sent a request, from the socket's peer credentials.
 public struct Caller: Sendable, Hashable {
     public var uid: UInt32?
-    public init(uid: UInt32?) { self.uid = uid }
+    public var gid: UInt32?
+    public init(uid: UInt32?, gid: UInt32? = nil) {
+        self.uid = uid
+        self.gid = gid
+    }
 }
 
 /// The rules of carts, checkout and catalog updates, run inside a write
@@ -40,6 +44,10 @@ public struct CommerceService: Sendable {
     public var limits: CartLimits
     /// Users who may change the catalog besides root.
     public var adminUIDs: Set<UInt32>
+    /// Members of this group may change the catalog too.
+    public var adminGroup: UInt32?
+    /// Group membership, from the system's databases unless a test says otherwise.
+    public var isMember: @Sendable (_ uid: UInt32, _ gid: UInt32, _ group: UInt32) -> Bool = Accounts.isMember
     public var imageBaseURL: String
     /// The currency of an empty cart.
     public var defaultCurrency = "RUB"
@@ -47,11 +55,12 @@ public struct CommerceService: Sendable {
     public var yearMonth: @Sendable () -> (year: Int, month: Int)
     public var unixTime: @Sendable () -> Int64
 
-    public init(limits: CartLimits = CartLimits(), adminUIDs: Set<UInt32>, imageBaseURL: String,
+    public init(limits: CartLimits = CartLimits(), adminUIDs: Set<UInt32>, adminGroup: UInt32? = nil, imageBaseURL: String,
                 yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                 unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) {
         self.limits = limits
         self.adminUIDs = adminUIDs
+        self.adminGroup = adminGroup
         self.imageBaseURL = imageBaseURL
         self.yearMonth = yearMonth
         self.unixTime = unixTime
@@ -294,7 +303,8 @@ public struct CommerceService: Sendable {
     // MARK: Operators
 
     private func setProduct(_ u: ProductUpdate, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
-        guard let uid = caller.uid, uid == 0 || adminUIDs.contains(uid) else {
+        guard let uid = caller.uid, uid == 0 || adminUIDs.contains(uid)
+                || adminGroup.map({ isMember(uid, caller.gid ?? UInt32.max, $0) }) == true else {
             throw Refusal(.permissionDenied, "Only groserd's own user, root or an admin group member may change the catalog.")
         }
         guard u.priceMinorUnits != nil || u.stock != nil else {
