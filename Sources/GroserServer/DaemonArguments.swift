@@ -59,8 +59,10 @@ public enum DaemonArguments {
             }
             switch name {
             case "-h", "--help": return .help
-            case "--socket": config.socketPath = try v()
-            case "--data": config.dataDirectory = try v()
+            case "--socket", "--data":
+                let path = try v()
+                guard !path.isEmpty else { throw ServerError("\(name) needs a non-empty path") }
+                if name == "--socket" { config.socketPath = path } else { config.dataDirectory = path }
             case "--image-base-url":
                 let url = try v()
                 guard url.contains("://") else {

@@ -26,6 +26,8 @@ public final class EncodedCatalog: Sendable {
         for s in catalog.stores.indices {
             for d in catalog.stores[s].departments.indices {
                 for h in catalog.stores[s].departments[d].shelves.indices {
+                    // GetShelf promises name order whatever the backend returns.
+                    catalog.stores[s].departments[d].shelves[h].products.sort { $0.name < $1.name }
                     for p in catalog.stores[s].departments[d].shelves[h].products.indices {
                         let url = catalog.stores[s].departments[d].shelves[h].products[p].imageURL
                         catalog.stores[s].departments[d].shelves[h].products[p].imageURL =

@@ -88,12 +88,20 @@ public struct RequestHandler: Sendable {
                     return
                 }
             case .cityUID(let uid):
+                guard !uid.isEmpty else {
+                    fail(request.id, .invalidArgument, "GetStore's city_uid is empty.", &out)
+                    return
+                }
                 storeUID = catalog.defaultStoreByCityUID[uid]
                 if storeUID == nil {
                     fail(request.id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
                     return
                 }
             case .storeUID(let uid):
+                guard !uid.isEmpty else {
+                    fail(request.id, .invalidArgument, "GetStore's store_uid is empty.", &out)
+                    return
+                }
                 storeUID = uid
             }
             guard let uid = storeUID, let bodies = catalog.storeBodies[uid] else {
