@@ -240,23 +240,27 @@ public struct CommerceService: Sendable {
 
     private func checkout(_ d: CheckoutDetails, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
         try checkSession(d.session, tx)
-        guard let cityCode = try tx.storeCityCode(d.storeUID) else {
-            throw Refusal(.notFound, "No store has the uid \"\(clip(d.storeUID))\".")
+        try checkStore(d.storeUID, tx)
+        let cityCode = try tx.storeCityCode(d.storeUID) ?? ""
+        let address = d.deliveryAddress.trimmingCharacters
+        let holder = d.card.holderName.trimmingCharacters
+        // A retry finds its order before anything else is checked (the card
+        // may have expired since). The fingerprint is stored, so it keeps
+        // the card's last four digits only.
+        let last4 = String(d.card.number.filter(\.isNumber).suffix(4))
+        let print = "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(address)|\(last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(holder)"
+        if let replay = try replay(session: d.session, key: d.idempotencyKey, fingerprint: print, tx) {
+            return (replay, false)
         }
         let card: CardSummary
         switch CardCheck.validate(d.card, now: yearMonth()) {
         case .success(let c): card = c
         case .failure(let refusal): throw refusal
         }
-        let address = d.deliveryAddress.trimmingCharacters
+        guard !holder.isEmpty else { throw Refusal(.invalidArgument, "The card holder's name is empty.") }
         guard !address.isEmpty else { throw Refusal(.invalidArgument, "The delivery address is empty.") }
         guard d.expectedVersion != 0 else {
             throw Refusal(.invalidArgument, "Checkout needs the version of the cart the customer confirmed.")
-        }
-        // The fingerprint keeps the card's last four digits only: it is stored.
-        let print = "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(address)|\(card.last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(d.card.holderName)"
-        if let replay = try replay(session: d.session, key: d.idempotencyKey, fingerprint: print, tx) {
-            return (replay, false)
         }
         guard let record = try tx.cart(session: d.session, storeUID: d.storeUID), !record.lines.isEmpty else {
             throw Refusal(.failedPrecondition, "The cart is empty; there is nothing to check out.")
@@ -290,7 +294,7 @@ public struct CommerceService: Sendable {
             lines: cart.lines.map { OrderLine(productUID: $0.productUID, name: $0.name, unitPrice: $0.unitPrice,
                                               quantity: $0.quantity, lineTotal: $0.lineTotal) },
             total: cart.subtotal, cardBrand: card.brand, cardLast4: card.last4, createdAtUnix: unixTime(),
-            deliveryAddress: address, holderName: d.card.holderName))
+            deliveryAddress: address, holderName: holder))
         try tx.deleteAllLines(cartID: record.id)
         try tx.setCartVersion(cartID: record.id, record.version + 1)
         // A product that sold out changes what the catalog shows.

@@ -59,6 +59,7 @@ final class CommitQueue: Sendable {
         defer {
             logger.debug("committed \(batch.count) request(s) in \((monotonicNanoseconds() - started) / 1000) µs")
         }
+        // nil: not reached (yet). Every job gets exactly one answer below.
         var outcomes = [CommerceOutcome?](repeating: nil, count: batch.count)
         var catalogChanged = false
         do {
@@ -66,8 +67,7 @@ final class CommitQueue: Sendable {
                 for (i, job) in batch.enumerated() {
                     var expired: [UInt8] = []
                     if RequestHandler.expired(job.request, receivedAt: job.receivedAt, into: &expired) {
-                        outcomes[i] = nil
-                        job.reply(expired)
+                        outcomes[i] = .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
                         continue
                     }
                     try tx.savepoint()
@@ -82,16 +82,22 @@ final class CommitQueue: Sendable {
                 }
             }
         } catch {
+            // The transaction rolled back: no change of this batch happened.
             logger.error("commit of \(batch.count) request(s) failed: \(error)")
             let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed."))
-            for i in outcomes.indices where outcomes[i] != nil { outcomes[i] = failed }
+            for i in outcomes.indices {
+                switch outcomes[i] {
+                case nil, .ok?: outcomes[i] = failed
+                case .failed?: break
+                }
+            }
             catalogChanged = false
         }
         if catalogChanged {
             do { try catalog.refresh() } catch { logger.error("cannot reload the catalog after a change: \(error)") }
         }
         for (job, outcome) in zip(batch, outcomes) {
-            guard let outcome else { continue }
+            guard let outcome else { continue }  // unreachable: every slot was filled above
             var frame: [UInt8] = []
             switch outcome {
             case .ok(let field, let body): ResponseFrameWriter.appendOK(id: job.request.id, field: field, body: body, to: &frame)
