@@ -46,8 +46,11 @@ public enum Files {
     /// Replaces `path` atomically: writes a temporary file beside it, fsyncs
     /// it, renames it over `path`, and fsyncs the directory.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Errno) {
-        let tmp = path + ".tmp.\(getpid())"
-        let fd = try syscall { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        // A fresh name each time, created exclusively: two saves never share
+        // a file, and a leftover never lends its wider mode.
+        let suffix = (try? KernelRandom.hex(6)) ?? "\(monotonicNanoseconds())"
+        let tmp = path + ".tmp.\(getpid()).\(suffix)"
+        let fd = try syscall { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
         do {
             var offset = 0
             while offset < bytes.count {

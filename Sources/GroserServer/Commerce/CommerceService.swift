@@ -76,18 +76,29 @@ public struct CommerceService: Sendable {
         }
     }
 
-    /// Runs one request. `catalogChanged` is true when the catalog's version moved.
+    /// Runs one request in its own savepoint: a refused request leaves no
+    /// partial change behind, whatever else the transaction holds.
+    /// `catalogChanged` is true when the catalog's version moved. Throws only
+    /// when the savepoint itself fails (the transaction is then unusable).
     public func execute(_ method: RequestMethod, caller: Caller,
-                        in tx: any CommerceTransaction) -> (outcome: CommerceOutcome, catalogChanged: Bool) {
+                        in tx: any CommerceTransaction) throws(StorageError) -> (outcome: CommerceOutcome, catalogChanged: Bool) {
+        try tx.savepoint()
+        let result: (outcome: CommerceOutcome, catalogChanged: Bool)
         do {
-            return try run(method, caller: caller, tx)
+            result = try run(method, caller: caller, tx)
         } catch let refusal as Refusal {
-            return (.failed(refusal.status), false)
+            result = (.failed(refusal.status), false)
         } catch let error as StorageError {
-            return (.failed(Status(.internal, "The store failed: \(error.description).")), false)
+            result = (.failed(Status(.internal, "The store failed: \(error.description).")), false)
         } catch {
-            return (.failed(Status(.internal, "Unexpected error: \(error).")), false)
+            result = (.failed(Status(.internal, "Unexpected error: \(error).")), false)
         }
+        if case .failed = result.outcome {
+            try tx.rollbackToSavepoint()
+            return (result.outcome, false)
+        }
+        try tx.releaseSavepoint()
+        return result
     }
 
     private func run(_ method: RequestMethod, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {

@@ -70,14 +70,9 @@ final class CommitQueue: Sendable {
                         outcomes[i] = .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
                         continue
                     }
-                    try tx.savepoint()
-                    let (outcome, changed) = service.execute(job.request.method, caller: job.caller, in: tx)
-                    if case .failed = outcome {
-                        try tx.rollbackToSavepoint()
-                    } else {
-                        try tx.releaseSavepoint()
-                        catalogChanged = catalogChanged || changed
-                    }
+                    // Each request in its own savepoint: a refusal rolls back alone.
+                    let (outcome, changed) = try service.execute(job.request.method, caller: job.caller, in: tx)
+                    catalogChanged = catalogChanged || changed
                     outcomes[i] = outcome
                 }
             }
