@@ -1,13 +1,12 @@
 import GroserStorage
 import GroserSystem
-import Synchronization
 
 /// The catalog every loop serves from: the current `EncodedCatalog`, swapped
 /// whole when the catalog version changes.
 public final class CatalogService: Sendable {
     private let store: any CatalogStore
     private let imageBaseURL: String
-    private let encoded: Mutex<EncodedCatalog>
+    private let encoded: Locked<EncodedCatalog>
     /// When the daemon started, for ServerInfo's uptime.
     public let startedAt: UInt64
 
@@ -16,7 +15,7 @@ public final class CatalogService: Sendable {
         self.imageBaseURL = imageBaseURL
         self.startedAt = monotonicNanoseconds()
         let (catalog, version) = try store.loadCatalog()
-        encoded = Mutex(EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
+        encoded = Locked(EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
                                        serverVersion: ProtocolInfo.serverVersion))
     }
 

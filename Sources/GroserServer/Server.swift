@@ -22,7 +22,7 @@ public final class Server: Sendable {
     public let service: CatalogService
     private let commits: CommitQueue
     private let logger: Logger
-    private let state = Mutex<State>(.notStarted)
+    private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
 
     /// - Parameters:

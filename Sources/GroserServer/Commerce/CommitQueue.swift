@@ -1,6 +1,7 @@
 import GroserStorage
 import GroserSystem
 import GroserWire
+import Synchronization
 
 /// A commerce request on its way to the store, with where its answer goes.
 struct CommerceJob: Sendable {
@@ -40,16 +41,25 @@ final class CommitQueue: Sendable {
     /// Queues a job; false when the queue is stopping.
     func submit(_ job: CommerceJob) -> Bool { queue.put(job) }
 
-    /// Finishes every queued job, then stops the thread.
+    /// Stops the thread once the batch in progress is committed. Called after
+    /// the event loops stopped: nobody waits for the jobs still queued, so
+    /// they are dropped unanswered (and unapplied) rather than delaying exit.
     func stop() {
+        dropping.store(true, ordering: .releasing)
         queue.close()
         thread.join()
     }
+
+    private let dropping = Atomic<Bool>(false)
 
     private func run() {
         while true {
             let batch = queue.take(upTo: Self.batchLimit)
             if batch.isEmpty { return }
+            if dropping.load(ordering: .acquiring) {
+                logger.info("dropped \(batch.count) unanswered cart request(s) at shutdown")
+                continue
+            }
             commit(batch)
         }
     }
