@@ -4,9 +4,15 @@ import GroserWire
 /// One client connection, owned by the event loop that accepted it.
 /// The output buffer takes any frame the loop appends, asked for or not,
 /// so server-pushed frames need no new machinery.
+///
+/// A connection that keeps up holds no buffers: the loop reads into and
+/// answers from its own buffers, and a connection's buffers are filled only
+/// with the unfinished tail of a frame or with answers the socket did not
+/// take, and given back once drained.
 final class Connection {
     let socket: Socket
     let peer: PeerCredentials?
+    /// Holds a frame whose rest has not arrived yet; empty otherwise.
     var decoder: FrameDecoder
     /// Encoded response frames not yet written, from `outputOffset` on.
     var output: [UInt8] = []
@@ -21,7 +27,7 @@ final class Connection {
     init(socket: Socket, peer: PeerCredentials?, maximumFrameBytes: Int) {
         self.socket = socket
         self.peer = peer
-        self.decoder = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 4096)
+        self.decoder = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 0)
     }
 
     var pendingOutputBytes: Int { output.count - outputOffset }
@@ -29,6 +35,7 @@ final class Connection {
     /// Writes as much pending output as the socket takes. Returns false when
     /// the connection failed and must be closed.
     func flush() -> Bool {
+        guard outputOffset < output.count else { return true }
         while outputOffset < output.count {
             let result = output.withUnsafeBytes { raw in
                 Result { () throws(Errno) -> IOResult in
@@ -41,7 +48,7 @@ final class Connection {
             case .failure: return false
             }
         }
-        output.removeAll(keepingCapacity: output.capacity <= 256 * 1024)
+        output = []
         outputOffset = 0
         return true
     }

@@ -10,6 +10,8 @@ final class EventLoop: @unchecked Sendable {
     private static let listenerToken = UInt64.max
     private static let wakeToken = UInt64.max - 1
     private static let readChunk = 64 * 1024
+    /// The loop keeps an output buffer up to this size between reads.
+    private static let retainedOutputCapacity = 4 * 1024 * 1024
 
     let index: Int
     private let epoll: Epoll
@@ -20,6 +22,10 @@ final class EventLoop: @unchecked Sendable {
     private let logger: Logger
     private let stopping: @Sendable () -> Bool
     private var connections: [Int32: Connection] = [:]
+    /// Where every read lands; shared by the loop's connections.
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    /// Answers being built for one connection before they are written.
+    private var output: [UInt8] = []
     private var listening = false
     private var acceptPausedUntil: UInt64 = 0
 
@@ -33,9 +39,12 @@ final class EventLoop: @unchecked Sendable {
         self.stopping = stopping
         epoll = try Epoll()
         wakeup = try EventFD()
+        readBuffer = .allocate(byteCount: Self.readChunk, alignment: 16)
         try epoll.add(wakeup.descriptor, events: .readable, token: Self.wakeToken)
         try startListening()
     }
+
+    deinit { readBuffer.deallocate() }
 
     /// Wakes the loop from another thread (to notice shutdown).
     func wake() { wakeup.signal() }
@@ -135,31 +144,25 @@ final class EventLoop: @unchecked Sendable {
         let handler = RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt)
         let socket = connection.socket
         while true {
-            var outcome = IOResult.wouldBlock
-            var failure: Errno?
-            _ = connection.decoder.writeTail(capacity: Self.readChunk) { raw -> Int in
-                switch Result(catching: { () throws(Errno) -> IOResult in try socket.read(into: raw) }) {
-                case .success(let r): outcome = r
-                case .failure(let e): failure = e; return 0
-                }
-                if case .processed(let n) = outcome { return n }
-                return 0
-            }
-            if let failure {
-                logger.debug("loop \(index): read from connection \(socket.descriptor) failed: \(failure)")
+            let outcome: IOResult
+            do {
+                outcome = try socket.read(into: readBuffer)
+            } catch {
+                logger.debug("loop \(index): read from connection \(socket.descriptor) failed: \(error)")
                 connection.closeAfterFlush = true
-                connection.output.removeAll()
+                connection.output = []
                 connection.outputOffset = 0
                 return
             }
             guard case .processed(let count) = outcome else { break }
             if count == 0 {
-                // The peer closed its side: answer what it sent, then close.
+                // The peer closed its side: every whole frame it sent is
+                // answered already; close once the answers are written.
                 connection.closeAfterFlush = true
-                answerFrames(connection, handler)
                 return
             }
-            answerFrames(connection, handler)
+            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
+            deliver(connection)
             if connection.closeAfterFlush { return }
             if connection.pendingOutputBytes > config.maximumPendingOutputBytes {
                 // The client is not reading its answers: stop reading its
@@ -169,18 +172,32 @@ final class EventLoop: @unchecked Sendable {
             }
             // A short read means the socket is drained; level-triggered epoll
             // reports it again when more arrives, so skip the EAGAIN read.
-            if count < Self.readChunk { return }
+            if count < readBuffer.count { return }
         }
     }
 
-    private func answerFrames(_ connection: Connection, _ handler: RequestHandler) {
+    /// Answers every whole frame of `bytes` (just read) into `output`. Frames
+    /// are answered straight from the read buffer; only an unfinished frame
+    /// is copied into the connection's decoder, to be completed by later reads.
+    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
         let receivedAt = monotonicNanoseconds()
         do {
-            while let frame = try connection.decoder.next() {
-                frame.withUnsafeBytes { body in
-                    handler.respond(toFrame: body, receivedAt: receivedAt, into: &connection.output)
+            if connection.decoder.bufferedByteCount > 0 {
+                connection.decoder.append(bytes)
+                while let frame = try connection.decoder.next() {
+                    frame.withUnsafeBytes { body in
+                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &output)
+                    }
                 }
+                connection.decoder.releaseStorageIfEmpty()
+                return
             }
+            var rest = bytes
+            while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: config.maximumFrameBytes) {
+                handler.respond(toFrame: body, receivedAt: receivedAt, into: &output)
+                rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
+            }
+            connection.decoder.append(rest)
         } catch {
             switch error {
             case .frameTooLarge(let length, let maximum):
@@ -188,9 +205,40 @@ final class EventLoop: @unchecked Sendable {
                 ResponseFrameWriter.appendStatus(
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
-                    to: &connection.output)
+                    to: &output)
                 connection.closeAfterFlush = true
             }
+        }
+    }
+
+    /// Writes the answers in `output` to the connection, or queues them
+    /// behind answers it has not taken yet. What the socket does not take
+    /// moves to the connection (its buffer swapped in, not copied).
+    private func deliver(_ connection: Connection) {
+        guard !output.isEmpty else { return }
+        defer {
+            output.removeAll(keepingCapacity: output.capacity <= Self.retainedOutputCapacity)
+        }
+        guard connection.pendingOutputBytes == 0 else {
+            connection.output.append(contentsOf: output)
+            return
+        }
+        var written = 0
+        write: while written < output.count {
+            let result = output.withUnsafeBytes { raw in
+                Result { () throws(Errno) -> IOResult in
+                    try connection.socket.write(UnsafeRawBufferPointer(rebasing: raw[written...]))
+                }
+            }
+            switch result {
+            case .success(.processed(let n)): written += n
+            // A failed write is left to `flush`, which fails the same way and closes.
+            case .success(.wouldBlock), .failure: break write
+            }
+        }
+        if written < output.count {
+            swap(&connection.output, &output)
+            connection.outputOffset = written
         }
     }
 
