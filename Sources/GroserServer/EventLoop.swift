@@ -181,20 +181,23 @@ final class EventLoop: @unchecked Sendable {
     /// is copied into the connection's decoder, to be completed by later reads.
     private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
         let receivedAt = monotonicNanoseconds()
+        // A local buffer: appending to a property of this class through
+        // `inout` costs a dynamic exclusivity check per answer.
+        var out: [UInt8] = []
+        swap(&out, &output)
+        defer { swap(&out, &output) }
         do {
             if connection.decoder.bufferedByteCount > 0 {
                 connection.decoder.append(bytes)
                 while let frame = try connection.decoder.next() {
-                    frame.withUnsafeBytes { body in
-                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &output)
-                    }
+                    frame.withUnsafeBytes { body in answer(body, handler, receivedAt, into: &out) }
                 }
                 connection.decoder.releaseStorageIfEmpty()
                 return
             }
             var rest = bytes
             while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: config.maximumFrameBytes) {
-                handler.respond(toFrame: body, receivedAt: receivedAt, into: &output)
+                answer(body, handler, receivedAt, into: &out)
                 rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
             }
             connection.decoder.append(rest)
@@ -205,9 +208,22 @@ final class EventLoop: @unchecked Sendable {
                 ResponseFrameWriter.appendStatus(
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
-                    to: &output)
+                    to: &out)
                 connection.closeAfterFlush = true
             }
+        }
+    }
+
+    /// Answers one frame into `output`. The common methods are read without
+    /// protobuf-c, whose unpack allocates every message and string; anything
+    /// else (or anything odd) goes through protobuf-c.
+    @inline(__always)
+    private func answer(_ body: UnsafeRawBufferPointer, _ handler: RequestHandler, _ receivedAt: UInt64,
+                        into out: inout [UInt8]) {
+        if let request = Request.decodeCommonMethod(body) {
+            handler.respond(to: request, receivedAt: receivedAt, into: &out)
+        } else {
+            handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
         }
     }
 
