@@ -13,16 +13,19 @@ final class Connection {
     let socket: Socket
     let peer: PeerCredentials?
     /// Holds a frame whose rest has not arrived yet; empty otherwise.
-    var decoder: FrameDecoder
+    // Exclusivity is not checked at run time (about 80 instructions per
+    // access, several per request): only the owning loop's thread touches a
+    // connection.
+    @exclusivity(unchecked) var decoder: FrameDecoder
     /// Encoded response frames not yet written, from `outputOffset` on.
-    var output: [UInt8] = []
-    var outputOffset = 0
+    @exclusivity(unchecked) var output: [UInt8] = []
+    @exclusivity(unchecked) var outputOffset = 0
     /// The events epoll watches for on this connection.
-    var registered: EpollEvents = [.readable, .readHangup]
+    @exclusivity(unchecked) var registered: EpollEvents = [.readable, .readHangup]
     /// No more reading: the peer closed, or the stream is unusable.
-    var closeAfterFlush = false
+    @exclusivity(unchecked) var closeAfterFlush = false
     /// Reading paused until pending output drains (backpressure).
-    var readPaused = false
+    @exclusivity(unchecked) var readPaused = false
 
     init(socket: Socket, peer: PeerCredentials?, maximumFrameBytes: Int) {
         self.socket = socket
