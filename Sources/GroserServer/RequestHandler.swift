@@ -61,12 +61,13 @@ public struct RequestHandler: Sendable {
         switch request.method {
         case .serverInfo:
             let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000
-            var body = catalog.serverInfoStaticBody
             // Protobuf merges concatenated encodings, so the uptime field can
-            // follow the body encoded once per catalog version.
-            ProtoWriter.appendTag(field: 3, wireType: ProtoWriter.wireVarint, to: &body)
-            ProtoWriter.appendVarint(uptime, to: &body)
-            ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body, to: &out)
+            // follow the body encoded once per catalog version (written
+            // after it, not appended to a copy of it).
+            catalog.serverInfoStaticBody.withUnsafeBytes { body in
+                ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body,
+                                             appendingVarintField: 3, value: uptime, to: &out)
+            }
 
         case .listCities:
             ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: catalog.listCitiesBody, to: &out)

@@ -24,6 +24,7 @@ public final class Server: Sendable {
     private let logger: Logger
     private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
+    private let openConnections = ConnectionCount()
 
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
@@ -53,7 +54,7 @@ public final class Server: Sendable {
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
-                                           logger: logger, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
+                                           logger: logger, openConnections: openConnections, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
             for loop in loops {
                 threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })

@@ -118,3 +118,20 @@ public enum StandardStreams {
     public static func out(_ s: String) { write(s, fd: 1) }
     public static func err(_ s: String) { write(s, fd: 2) }
 }
+
+/// Process resource limits.
+public enum ResourceLimits {
+    /// Raises the soft limit on open descriptors to `wanted` (at most the
+    /// hard limit) and returns the limit now in force.
+    @discardableResult
+    public static func raiseOpenFiles(to wanted: UInt64) -> UInt64 {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return UInt64(limit.rlim_cur)
+    }
+}
