@@ -47,10 +47,13 @@ public struct BenchOptions: Sendable, Equatable {
                            and refilled when all of them are answered (default: 1)
       -n N                 total requests (default: 100000)
       -t SECONDS           run for this long instead of -n
-      --method NAME        info, cities, get-store or shelf (default: info)
-      --city CODE          get-store: the city's default store
-      --city-uid UID       get-store: the city's default store, by uid
-      --store UID          get-store: this store
+      --method NAME        info, cities, get-store, shelf or cart-add (default: info)
+      --city CODE          get-store, cart-add: the city's default store
+      --city-uid UID       get-store, cart-add: the city's default store, by uid
+      --store UID          get-store, cart-add: this store
+      --product UID        cart-add: the product to add (default: the store's first in stock);
+                           every connection adds to a session of its own, one unit a request,
+                           so start groserd with a large --max-quantity
       --products           get-store: with every shelf's products
       --shelf UID          shelf: this shelf
       --threads N          load generator threads (default: 1)
@@ -73,7 +76,7 @@ public struct BenchOptions: Sendable, Equatable {
     public static func parse(_ arguments: [String]) throws(BenchUsageError) -> Parsed {
         var options = BenchOptions()
         var methodName = "info"
-        var city: String?, cityUID: String?, store: String?, shelf: String?
+        var city: String?, cityUID: String?, store: String?, shelf: String?, product: String?
         var products = false
         var requests: Int?, seconds: Double?
         var i = 0
@@ -120,6 +123,7 @@ public struct BenchOptions: Sendable, Equatable {
             case "--city-uid": cityUID = try value()
             case "--store": store = try value()
             case "--shelf": shelf = try value()
+            case "--product": product = try value()
             case "--products": try flag(); products = true
             case "--threads": options.threads = try count(upTo: 1024)
             case "--warmup": options.warmupSeconds = try duration(allowingZero: true)
@@ -142,8 +146,14 @@ public struct BenchOptions: Sendable, Equatable {
 
         let selectors = [city.map(StoreSelector.cityCode), cityUID.map(StoreSelector.cityUID),
                          store.map(StoreSelector.storeUID)].compactMap { $0 }
-        if methodName != "get-store" && (!selectors.isEmpty || products) {
-            throw BenchUsageError("--city, --city-uid, --store and --products are for --method get-store")
+        if methodName != "get-store" && methodName != "cart-add" && !selectors.isEmpty {
+            throw BenchUsageError("--city, --city-uid and --store are for --method get-store and cart-add")
+        }
+        if methodName != "get-store" && products {
+            throw BenchUsageError("--products is for --method get-store")
+        }
+        if methodName != "cart-add" && product != nil {
+            throw BenchUsageError("--product is for --method cart-add")
         }
         if methodName != "shelf" && shelf != nil {
             throw BenchUsageError("--shelf is for --method shelf")
@@ -159,8 +169,13 @@ public struct BenchOptions: Sendable, Equatable {
         case "shelf":
             guard let shelf else { throw BenchUsageError("--method shelf needs --shelf UID") }
             options.method = .getShelf(uid: shelf)
+        case "cart-add":
+            guard selectors.count == 1 else {
+                throw BenchUsageError("--method cart-add needs exactly one of --city, --city-uid or --store")
+            }
+            options.method = .cartAdd(selectors[0], productUID: product)
         default:
-            throw BenchUsageError("--method must be info, cities, get-store or shelf, not \"\(methodName)\"")
+            throw BenchUsageError("--method must be info, cities, get-store, shelf or cart-add, not \"\(methodName)\"")
         }
         return .run(options)
     }

@@ -1,3 +1,4 @@
+import GroserClient
 import GroserSystem
 import GroserWire
 import Synchronization
@@ -288,10 +289,37 @@ public struct BenchResult: Sendable {
 
 /// Runs the load: connects every connection, starts the threads, and waits.
 public enum LoadGenerator {
+    /// Each connection's request frame: the same one, except for cart-add,
+    /// where every connection gets a session of its own (opened here).
+    static func requestFrames(_ options: BenchOptions) throws(BenchError) -> [RequestFrame] {
+        guard case .cartAdd(let selector, let named) = options.method else {
+            return Array(repeating: RequestFrame(method: options.method), count: options.connections)
+        }
+        let client = GroserClient(socketPath: options.socketPath, timeout: 10)
+        defer { client.close() }
+        do {
+            let catalog = try client.store(selector, includeProducts: named == nil)
+            let product = named ?? catalog.store.departments.flatMap(\.shelves).flatMap(\.products)
+                .first { !$0.outOfStock }?.uid
+            guard let product else { throw BenchError("the store \(catalog.store.uid) has no product in stock to add") }
+            var frames: [RequestFrame] = []
+            for _ in 0..<options.connections {
+                let session = try client.openSession()
+                frames.append(RequestFrame(requestMethod: .addItem(
+                    CartMutation(session: session, storeUID: catalog.store.uid), productUID: product, quantity: 1)))
+            }
+            return frames
+        } catch let error as BenchError {
+            throw error
+        } catch {
+            throw BenchError("cannot prepare cart-add: \(error)")
+        }
+    }
+
     /// `progress` is called on the calling thread about every 250 ms with
     /// the requests answered so far and the seconds since the start.
     public static func run(_ options: BenchOptions, progress: ((UInt64, Double) -> Void)? = nil) throws(BenchError) -> BenchResult {
-        let frame = RequestFrame(method: options.method)
+        let frames = try requestFrames(options)
         let threadCount = max(1, min(options.threads, options.connections))
         var perConnection: [Int] = []
         switch options.length {
@@ -328,7 +356,7 @@ public enum LoadGenerator {
         do {
             for _ in 0..<threadCount { workers.append(try BenchWorker(options: options, stopSendingAt: stopSendingAt)) }
             for (i, socket) in sockets.enumerated() {
-                try workers[i % threadCount].add(BenchConnection(socket: socket, frame: frame, pipeline: options.pipeline,
+                try workers[i % threadCount].add(BenchConnection(socket: socket, frame: frames[i], pipeline: options.pipeline,
                                                                  requests: perConnection[i]))
             }
         } catch {

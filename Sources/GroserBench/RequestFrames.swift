@@ -6,14 +6,20 @@ public enum BenchMethod: Sendable, Equatable {
     case listCities
     case getStore(StoreSelector, includeProducts: Bool)
     case getShelf(uid: String)
+    /// AddItem of one unit, each connection in a session of its own; the
+    /// product is the store's first in stock unless named.
+    case cartAdd(StoreSelector, productUID: String?)
 
-    /// The request's method as GroserWire encodes it.
+    /// The request's method as GroserWire encodes it (cart-add's session,
+    /// store and product are filled in per connection by the load generator).
     public var requestMethod: RequestMethod {
         switch self {
         case .serverInfo: .serverInfo
         case .listCities: .listCities
         case .getStore(let selector, let products): .getStore(selector: selector, includeProducts: products)
         case .getShelf(let uid): .getShelf(shelfUID: uid)
+        case .cartAdd(_, let product):
+            .addItem(CartMutation(session: "", storeUID: ""), productUID: product ?? "", quantity: 1)
         }
     }
 
@@ -24,6 +30,7 @@ public enum BenchMethod: Sendable, Equatable {
         case .listCities: .listCities
         case .getStore: .getStore
         case .getShelf: .getShelf
+        case .cartAdd: .addItem
         }
     }
 
@@ -35,6 +42,8 @@ public enum BenchMethod: Sendable, Equatable {
         case .getStore(let selector, let products):
             "get-store " + Self.describe(selector) + (products ? " --products" : "")
         case .getShelf(let uid): "shelf \(uid)"
+        case .cartAdd(let selector, let product):
+            "cart-add " + Self.describe(selector) + (product.map { " --product \($0)" } ?? "")
         }
     }
 
@@ -65,7 +74,11 @@ public struct RequestFrame: Sendable {
     public private(set) var bytes: [UInt8]
 
     public init(method: BenchMethod) {
-        let rest = Request(id: 0, method: method.requestMethod).encoded()
+        self.init(requestMethod: method.requestMethod)
+    }
+
+    public init(requestMethod: RequestMethod) {
+        let rest = Request(id: 0, method: requestMethod).encoded()
         var body: [UInt8] = [UInt8(1 << 3 | ProtoWriter.wireVarint)]
         body += [UInt8](repeating: 0x80, count: Self.idWidth - 1) + [0]
         body += rest

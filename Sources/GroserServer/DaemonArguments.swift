@@ -91,7 +91,7 @@ public enum DaemonArguments {
                     throw ServerError("\(name) must be a number of seconds\(name == "--idle-timeout" ? " (0: never)" : " above 0"), not \"\(text)\"")
                 }
                 if name == "--idle-timeout" { config.idleTimeoutSeconds = seconds } else { config.slowReaderTimeoutSeconds = seconds }
-            case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 1_000_000))
+            case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 2_000_000_000))
             case "--log-level":
                 let text = try v()
                 guard let level = LogLevel(name: text) else {

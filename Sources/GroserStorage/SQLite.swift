@@ -129,6 +129,7 @@ final class SQLiteStatement {
 
     /// Runs a statement that returns no rows.
     func run() throws(StorageError) {
+        sqlite3_reset(stmt)
         while try step() {}
     }
 

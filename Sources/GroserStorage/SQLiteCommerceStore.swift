@@ -55,9 +55,13 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     let db: SQLiteConnection
     init(db: SQLiteConnection) { self.db = db }
 
-    func savepoint() throws(StorageError) { try db.execute("SAVEPOINT request") }
-    func rollbackToSavepoint() throws(StorageError) { try db.execute("ROLLBACK TO request; RELEASE request") }
-    func releaseSavepoint() throws(StorageError) { try db.execute("RELEASE request") }
+    // Cached statements, not sqlite3_exec: these run for every request.
+    func savepoint() throws(StorageError) { try db.cached("SAVEPOINT request").run() }
+    func rollbackToSavepoint() throws(StorageError) {
+        try db.cached("ROLLBACK TO request").run()
+        try db.cached("RELEASE request").run()
+    }
+    func releaseSavepoint() throws(StorageError) { try db.cached("RELEASE request").run() }
 
     func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
         try db.cached("INSERT INTO sessions VALUES (?, ?, ?)")

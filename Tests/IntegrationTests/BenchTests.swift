@@ -43,6 +43,20 @@ struct BenchTests {
         #expect(last.wholeMatch(of: /rps=[1-9][0-9]* p50_us=[0-9]+ p99_us=[0-9]+/) != nil, "\(last)")
     }
 
+    @Test func cartAddGivesEachConnectionItsOwnSessionAndCountsWhatCommitted() throws {
+        let r = try runBench(["-c", "4", "-P", "4", "-n", "200", "--method", "cart-add", "--city", "SPB", "--json"])
+        // The daemon's default limit is 99 a line: 50 adds per connection fit.
+        #expect(r.status == 0, "\(r.out)\(r.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data((r.out.split(separator: "\n").first ?? "").utf8)) as? [String: Any])
+        #expect(object["succeeded"] as? Int == 200)
+        // Past the limit every add is refused, and counted as a failure.
+        let over = try runBench(["-c", "1", "-P", "1", "-n", "120", "--method", "cart-add", "--city", "SPB", "--json"])
+        #expect(over.status != 0)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data((over.out.split(separator: "\n").first ?? "").utf8)) as? [String: Any])
+        #expect(o["succeeded"] as? Int == 99)
+        #expect((o["errors_by_code"] as? [String: Any])?["9"] as? Int == 21)
+    }
+
     @Test func aMissingServerIsReportedAndExits1() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Daemon.binDirectory + "/groser-bench")
