@@ -5,7 +5,6 @@ import GroserWire
 /// Immutable: event loops share it; a catalog change builds a new one.
 public final class EncodedCatalog: Sendable {
     public let version: UInt64
-    public let catalog: Catalog
 
     /// ListCities' body.
     let listCitiesBody: [UInt8]
@@ -36,7 +35,8 @@ public final class EncodedCatalog: Sendable {
                 }
             }
         }
-        self.catalog = catalog
+        // The decoded catalog is not kept: every answer is served from the
+        // encoded bodies, and holding both roughly doubled groserd's memory.
         self.version = version
 
         listCitiesBody = BodyEncoder.listCities(CityList(cities: catalog.cities, catalogVersion: version))

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// File-system calls the daemon and the client need, errno typed.
@@ -134,4 +135,11 @@ public enum ResourceLimits {
         }
         return UInt64(limit.rlim_cur)
     }
+}
+
+/// The C allocator.
+public enum Allocator {
+    /// Gives freed heap memory back to the kernel (after a large transient
+    /// structure, such as a decoded catalog, is gone).
+    public static func returnFreeMemory() { _ = malloc_trim(0) }
 }
