@@ -26,6 +26,8 @@ final class Connection {
     var nextSlot: UInt64 = 0
     /// Reading paused because too many answers are awaited.
     var waitingForAnswers = false
+    /// Closed with the connection, so its queued commerce requests are skipped.
+    let token = ConnectionToken()
 
     init(socket: Socket, peer: PeerCredentials?, serial: UInt64, maximumFrameBytes: Int) {
         self.socket = socket

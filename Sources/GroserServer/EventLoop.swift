@@ -237,11 +237,12 @@ final class EventLoop: @unchecked Sendable {
         connection.held.append((slot, nil))
         let fd = connection.socket.descriptor
         let serial = connection.serial
-        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid), receivedAt: receivedAt) {
+        var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid), receivedAt: receivedAt) {
             [self] frame in
             inbox.withLock { $0.append((fd, serial, slot, frame)) }
             wakeup.signal()
         }
+        job.connection = connection.token
         if !commits.submit(job) {
             var out: [UInt8] = []
             ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
@@ -302,6 +303,7 @@ final class EventLoop: @unchecked Sendable {
         logger.debug("loop \(index): connection \(fd) \(reason())")
         epoll.remove(fd)
         connections[fd] = nil
+        connection.token.close()
         connection.socket.close()
     }
 

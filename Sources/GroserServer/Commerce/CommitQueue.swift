@@ -1,6 +1,7 @@
 import GroserStorage
 import GroserSystem
 import GroserWire
+import Synchronization
 
 /// A commerce request on its way to the store, with where its answer goes.
 struct CommerceJob: Sendable {
@@ -10,6 +11,19 @@ struct CommerceJob: Sendable {
     /// Called on the commit thread with the whole response frame, after the
     /// transaction that holds the request's change has committed.
     let reply: @Sendable ([UInt8]) -> Void
+    /// Closed when the connection that sent the request is gone; the request
+    /// is then skipped, since nobody can receive its answer.
+    var connection: ConnectionToken? = nil
+}
+
+/// Tells the commit thread that a connection has closed, so the requests it
+/// left queued cost nothing: without it a client that pipelines requests and
+/// disconnects, again and again, queues work without bound.
+final class ConnectionToken: Sendable {
+    private let closed = Atomic<Bool>(false)
+    init() {}
+    func close() { closed.store(true, ordering: .releasing) }
+    var isClosed: Bool { closed.load(ordering: .acquiring) }
 }
 
 /// One thread that runs commerce requests against the store with group
@@ -40,10 +54,16 @@ final class CommitQueue: Sendable {
     /// Queues a job; false when the queue is stopping.
     func submit(_ job: CommerceJob) -> Bool { queue.put(job) }
 
-    /// Finishes every queued job, then stops the thread.
+    /// Stops the thread after the batch it is running. Jobs still queued are
+    /// dropped unexecuted: the event loops have stopped, so their clients saw
+    /// the connection close without an answer, which PROTOCOL.md §10 promises
+    /// means "not executed, safe to retry".
     func stop() {
-        queue.close()
+        let dropped = queue.closeAndTakeAll()
         thread.join()
+        if !dropped.isEmpty {
+            logger.warning("dropped \(dropped.count) queued request(s) at shutdown; their clients got no answer")
+        }
     }
 
     private func run() {
@@ -59,14 +79,19 @@ final class CommitQueue: Sendable {
         defer {
             logger.debug("committed \(batch.count) request(s) in \((monotonicNanoseconds() - started) / 1000) µs")
         }
+        // nil: not run (yet). `settled`: needs no answer from here, because
+        // it was answered already (deadline passed) or its connection is gone.
         var outcomes = [CommerceOutcome?](repeating: nil, count: batch.count)
+        var settled = [Bool](repeating: false, count: batch.count)
+        for (i, job) in batch.enumerated() where job.connection?.isClosed == true { settled[i] = true }
+        if settled.allSatisfy({ $0 }) { return }
         var catalogChanged = false
         do {
             try store.write { (tx) throws(StorageError) in
-                for (i, job) in batch.enumerated() {
+                for (i, job) in batch.enumerated() where !settled[i] {
                     var expired: [UInt8] = []
                     if RequestHandler.expired(job.request, receivedAt: job.receivedAt, into: &expired) {
-                        outcomes[i] = nil
+                        settled[i] = true
                         job.reply(expired)
                         continue
                     }
@@ -84,7 +109,9 @@ final class CommitQueue: Sendable {
         } catch {
             logger.error("commit of \(batch.count) request(s) failed: \(error)")
             let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed."))
-            for i in outcomes.indices where outcomes[i] != nil { outcomes[i] = failed }
+            // Every request of the batch gets this answer, including those
+            // the failure stopped before they ran: each must get one answer.
+            for i in outcomes.indices where !settled[i] { outcomes[i] = failed }
             catalogChanged = false
         }
         if catalogChanged {
