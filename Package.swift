@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "GroserClient", targets: ["GroserClient"]),
         .executable(name: "groserd", targets: ["groserd"]),
         .executable(name: "groser-client", targets: ["groser-client"]),
+        .executable(name: "groser-bench", targets: ["groser-bench"]),
     ],
     targets: [
         // C libraries from Debian, and the committed protoc-c output.
@@ -36,9 +37,12 @@ let package = Package(
         .target(name: "GroserClient", dependencies: ["GroserWire", "GroserSystem"]),
         // groser-client's commands, output formats and argument parsing.
         .target(name: "GroserCLI", dependencies: ["GroserClient"]),
+        // groser-bench's load generator: options, connections, histogram, report.
+        .target(name: "GroserBench", dependencies: ["GroserWire", "GroserSystem", "GroserClient"]),
 
         .executableTarget(name: "groserd", dependencies: ["GroserServer"]),
         .executableTarget(name: "groser-client", dependencies: ["GroserCLI"]),
+        .executableTarget(name: "groser-bench", dependencies: ["GroserBench"]),
 
         // The fuzz harness: raw bytes through framing, decoding, the request
         // handler and the commerce rules on a temporary SQLite store, with no
@@ -51,6 +55,7 @@ let package = Package(
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
+        .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),
         // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).
         .testTarget(name: "GroserFuzzTests", dependencies: ["GroserFuzz", "GroserWire"]),

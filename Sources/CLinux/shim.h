@@ -19,3 +19,5 @@ static inline int groser_peercred(int fd, struct groser_ucred *out) {
 extern int pthread_setname_np(pthread_t thread, const char *name);
 
 #include <sys/random.h>
+
+#include <malloc.h>

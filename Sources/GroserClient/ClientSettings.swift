@@ -1,4 +1,7 @@
 import GroserSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the client remembers between runs, like the app remembers the
 /// chosen city: a small `key=value` file under `$XDG_CONFIG_HOME/groser/`
@@ -24,7 +27,7 @@ public struct ClientSettings: Sendable, Hashable {
     public static func load(from path: String = defaultPath()) throws(Errno) -> ClientSettings {
         guard let bytes = try Files.read(path) else { return ClientSettings() }
         var settings = ClientSettings()
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
             guard let eq = line.firstIndex(of: "=") else { continue }
             let key = line[..<eq].trimmingSpaces
             let value = line[line.index(after: eq)...].trimmingSpaces
@@ -38,6 +41,10 @@ public struct ClientSettings: Sendable, Hashable {
     public func save(to path: String = defaultPath()) throws(Errno) {
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex {
             try Files.makeDirectories(String(path[..<slash]), mode: 0o700)
+        }
+        // A value with a line break would smuggle in another key.
+        for value in [cityCode, session].compactMap({ $0 }) where value.contains(where: \.isNewline) {
+            throw Errno(rawValue: EINVAL)
         }
         var text = "# groser-client settings\n"
         if let cityCode { text += "city=\(cityCode)\n" }

@@ -1,7 +1,6 @@
 @_exported import GroserWire
 import Dispatch
 import GroserSystem
-import Synchronization
 
 /// A connection to groserd. Safe to share between threads and tasks: calls
 /// are serialised on one connection, which is opened on first use and
@@ -15,13 +14,13 @@ public final class GroserClient: Sendable {
     /// The timeout of calls that do not give their own, in seconds.
     public let defaultTimeout: Double
 
-    private struct State: ~Copyable {
+    private struct State {
         var socket: Socket?
         var decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)
         var nextID: UInt64 = 1
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - socketPath: groserd's socket; the default follows `GROSER_SOCKET`.

@@ -10,7 +10,8 @@ import GroserWire
 ///
 /// One input is a raw byte stream as one connection would send it. It is
 /// split into frames by `FrameDecoder` (whole, and again in input-derived
-/// chunks, which must agree), each frame goes through `RequestHandler` over
+/// chunks, which must agree), each frame is read by the allocation-free
+/// reader or protobuf-c (which must agree) and goes through `RequestHandler` over
 /// the sample catalog's `EncodedCatalog`, and the commerce requests it defers
 /// run through `CommerceService` against a real SQLite store, each in its own
 /// savepoint of one write transaction as `CommitQueue` runs them. The
@@ -153,22 +154,23 @@ public final class FuzzHarness {
 
     // MARK: - Answering
 
-    /// One frame's response frame, as the event loop and commit queue make it.
+    /// One frame's response frame, as the event loop and commit queue make
+    /// it: the allocation-free reader first, protobuf-c when it declines.
     private func answer(_ frame: [UInt8], _ tx: any CommerceTransaction) throws(StorageError) -> [UInt8] {
         var out: [UInt8] = []
+        let receivedAt = monotonicNanoseconds()
         let handled = frame.withUnsafeBytes { body in
-            handler.respond(toFrame: body, receivedAt: monotonicNanoseconds(), into: &out)
+            if let request = Request.decodeCommonMethod(body) {
+                return handler.respond(to: request, receivedAt: receivedAt, into: &out)
+            }
+            return handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
         }
         guard case .deferred(let request) = handled else { return out }
-        try tx.savepoint()
-        let (outcome, _) = commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
+        // execute runs the request in its own savepoint, as the commit queue does.
+        let (outcome, _) = try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
         switch outcome {
-        case .ok(let field, let body):
-            try tx.releaseSavepoint()
-            ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
-        case .failed(let status):
-            try tx.rollbackToSavepoint()
-            ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
+        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
+        case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
         }
         return out
     }
@@ -188,6 +190,10 @@ public final class FuzzHarness {
     /// field or an error status with a message.
     private func check(response out: [UInt8], toFrame frame: [UInt8], index: Int, problems: inout [String]) {
         let request = try? Request.decode(frame)
+        // The allocation-free reader must read what protobuf-c reads, or decline.
+        if let fast = frame.withUnsafeBytes({ Request.decodeCommonMethod($0) }), fast != request {
+            problems.append("frame \(index): the fast reader read \(fast), protobuf-c \(String(describing: request))")
+        }
         if let request {
             // Decoding is a projection: what it read encodes and decodes back to itself.
             let again = try? Request.decode(request.encoded())

@@ -1,13 +1,12 @@
 import GroserStorage
 import GroserSystem
-import Synchronization
 
 /// The catalog every loop serves from: the current `EncodedCatalog`, swapped
 /// whole when the catalog version changes.
 public final class CatalogService: Sendable {
     private let store: any CatalogStore
     private let imageBaseURL: String
-    private let encoded: Mutex<EncodedCatalog>
+    private let encoded: Locked<EncodedCatalog>
     /// When the daemon started, for ServerInfo's uptime.
     public let startedAt: UInt64
 
@@ -15,9 +14,15 @@ public final class CatalogService: Sendable {
         self.store = store
         self.imageBaseURL = imageBaseURL
         self.startedAt = monotonicNanoseconds()
+        encoded = Locked(try Self.encode(store, imageBaseURL))
+        Allocator.returnFreeMemory()
+    }
+
+    /// Loads and encodes the catalog; the decoded form is dropped on return.
+    private static func encode(_ store: any CatalogStore, _ imageBaseURL: String) throws(StorageError) -> EncodedCatalog {
         let (catalog, version) = try store.loadCatalog()
-        encoded = Mutex(EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
-                                       serverVersion: ProtocolInfo.serverVersion))
+        return EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
+                              serverVersion: ProtocolInfo.serverVersion)
     }
 
     /// The catalog to answer from now.
@@ -29,10 +34,9 @@ public final class CatalogService: Sendable {
     public func refresh() throws(StorageError) -> Bool {
         let version = try store.catalogVersion()
         if version == current.version { return false }
-        let (catalog, newVersion) = try store.loadCatalog()
-        let next = EncodedCatalog(catalog: catalog, version: newVersion, imageBaseURL: imageBaseURL,
-                                  serverVersion: ProtocolInfo.serverVersion)
+        let next = try Self.encode(store, imageBaseURL)
         encoded.withLock { $0 = next }
+        Allocator.returnFreeMemory()
         return true
     }
 }

@@ -1,3 +1,5 @@
+import GroserSystem
+
 /// groserd's command line.
 public enum DaemonArguments {
     public static let usage = """
@@ -14,7 +16,16 @@ public enum DaemonArguments {
                                (default: http://localhost:8080)
       --max-frame-bytes N      largest accepted frame body (default: 4194304)
       --threads N              event loop threads (default: one per core)
+      --max-connections N      connections open at once; more get UNAVAILABLE (default: 4096)
+      --max-pending-output-bytes N
+                               unsent answer bytes above which a client's requests are
+                               no longer read until it catches up (default: 1048576)
+      --slow-reader-timeout S  cut off a client that reads none of its answers for S
+                               seconds (default: 10)
+      --idle-timeout S         close connections idle for S seconds (default: 0, never)
       --max-quantity N         most units of one product in a cart line (default: 99)
+      --socket-group GROUP     group of the socket file (mode 0660): who may connect
+      --admin-group GROUP      members may change the catalog (besides groserd's user and root)
       --log-level LEVEL        debug, info, warning or error (default: info)
       -h, --help               show this help
     """
@@ -55,8 +66,10 @@ public enum DaemonArguments {
             }
             switch name {
             case "-h", "--help": return .help
-            case "--socket": config.socketPath = try v()
-            case "--data": config.dataDirectory = try v()
+            case "--socket", "--data":
+                let path = try v()
+                guard !path.isEmpty else { throw ServerError("\(name) needs a non-empty path") }
+                if name == "--socket" { config.socketPath = path } else { config.dataDirectory = path }
             case "--image-base-url":
                 let url = try v()
                 guard url.contains("://") else {
@@ -65,7 +78,20 @@ public enum DaemonArguments {
                 config.imageBaseURL = url
             case "--max-frame-bytes": config.maximumFrameBytes = try positive(name, v(), upTo: 1 << 30)
             case "--threads": config.threads = try positive(name, v(), upTo: 256)
-            case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 1_000_000))
+            case "--socket-group", "--admin-group":
+                let text = try v()
+                guard let gid = Accounts.groupID(text) else { throw ServerError("\(name): there is no group \"\(text)\"") }
+                if name == "--socket-group" { config.socketGroup = gid } else { config.adminGroup = gid }
+            case "--max-connections": config.maximumConnections = try positive(name, v(), upTo: 1_000_000)
+            case "--max-pending-output-bytes": config.maximumPendingOutputBytes = try positive(name, v(), upTo: 1 << 30)
+            case "--slow-reader-timeout", "--idle-timeout":
+                let text = try v()
+                guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 * 365,
+                      name == "--idle-timeout" || seconds > 0 else {
+                    throw ServerError("\(name) must be a number of seconds\(name == "--idle-timeout" ? " (0: never)" : " above 0"), not \"\(text)\"")
+                }
+                if name == "--idle-timeout" { config.idleTimeoutSeconds = seconds } else { config.slowReaderTimeoutSeconds = seconds }
+            case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 2_000_000_000))
             case "--log-level":
                 let text = try v()
                 guard let level = LogLevel(name: text) else {

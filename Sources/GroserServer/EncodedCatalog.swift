@@ -5,7 +5,6 @@ import GroserWire
 /// Immutable: event loops share it; a catalog change builds a new one.
 public final class EncodedCatalog: Sendable {
     public let version: UInt64
-    public let catalog: Catalog
 
     /// ListCities' body.
     let listCitiesBody: [UInt8]
@@ -26,6 +25,8 @@ public final class EncodedCatalog: Sendable {
         for s in catalog.stores.indices {
             for d in catalog.stores[s].departments.indices {
                 for h in catalog.stores[s].departments[d].shelves.indices {
+                    // GetShelf promises name order whatever the backend returns.
+                    catalog.stores[s].departments[d].shelves[h].products.sort { $0.name < $1.name }
                     for p in catalog.stores[s].departments[d].shelves[h].products.indices {
                         let url = catalog.stores[s].departments[d].shelves[h].products[p].imageURL
                         catalog.stores[s].departments[d].shelves[h].products[p].imageURL =
@@ -34,7 +35,8 @@ public final class EncodedCatalog: Sendable {
                 }
             }
         }
-        self.catalog = catalog
+        // The decoded catalog is not kept: every answer is served from the
+        // encoded bodies, and holding both roughly doubled groserd's memory.
         self.version = version
 
         listCitiesBody = BodyEncoder.listCities(CityList(cities: catalog.cities, catalogVersion: version))

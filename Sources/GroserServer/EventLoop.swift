@@ -4,48 +4,67 @@ import Synchronization
 
 /// One thread's epoll loop: accepts from the shared listening socket, reads
 /// every complete frame available on a connection, answers them all, and
-/// writes the answers with one send.
+/// writes the answers with one send. Cart requests go to the commit queue;
+/// their answers come back through the inbox, and later answers on the same
+/// connection wait behind them, so each connection is answered in order.
 final class EventLoop: @unchecked Sendable {
     // @unchecked: after `run` starts, all state below is touched only by the
-    // loop's own thread; other threads only call `wake` (an eventfd write).
+    // loop's own thread; other threads only call `wake` (an eventfd write)
+    // and post to `inbox` (behind its lock).
     private static let listenerToken = UInt64.max
     private static let wakeToken = UInt64.max - 1
     private static let readChunk = 64 * 1024
+    /// The loop keeps an output buffer up to this size between reads.
+    private static let retainedOutputCapacity = 4 * 1024 * 1024
+    /// Awaited answers a connection may have before it is no longer read.
+    static let maximumAwaitedAnswers = 256
 
     let index: Int
     private let epoll: Epoll
     private let wakeup: EventFD
     private let listener: Socket
     private let service: CatalogService
+    private let commits: CommitQueue
     private let config: ServerConfig
     private let logger: Logger
     private let stopping: @Sendable () -> Bool
-    private let commits: CommitQueue
-    private var connections: [Int32: Connection] = [:]
-    private var nextSerial: UInt64 = 0
-    /// Answers from the commit queue, waiting for this loop's thread.
-    private let inbox = Mutex<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
-    /// Awaited answers a connection may have before it is no longer read.
-    static let maximumAwaitedAnswers = 256
+    /// Open connections across all loops, for `--max-connections`.
+    private let openConnections: ConnectionCount
+    // The loop's hot state is touched only by its own thread, so its
+    // exclusivity is not checked at run time: each checked access cost about
+    // 80 instructions, over 1,000 per request at P=1 (tools/bench-instructions).
+    @exclusivity(unchecked) private var connections: [Int32: Connection] = [:]
+    /// Where every read lands; shared by the loop's connections.
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    /// Answers being built for one connection before they are written.
+    @exclusivity(unchecked) private var output: [UInt8] = []
     private var listening = false
     private var acceptPausedUntil: UInt64 = 0
+    private var nextSerial: UInt64 = 0
+    private var lastSweep: UInt64 = 0
+    /// Answers from the commit queue, waiting for this loop's thread.
+    private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
-         logger: Logger, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
+         logger: Logger, openConnections: ConnectionCount, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
-        self.commits = commits
         self.listener = listener
         self.service = service
+        self.commits = commits
         self.config = config
         self.logger = logger
+        self.openConnections = openConnections
         self.stopping = stopping
         epoll = try Epoll()
         wakeup = try EventFD()
+        readBuffer = .allocate(byteCount: Self.readChunk, alignment: 16)
         try epoll.add(wakeup.descriptor, events: .readable, token: Self.wakeToken)
         try startListening()
     }
 
-    /// Wakes the loop from another thread (to notice shutdown).
+    deinit { readBuffer.deallocate() }
+
+    /// Wakes the loop from another thread (to notice shutdown or answers).
     func wake() { wakeup.signal() }
 
     private func startListening() throws(Errno) {
@@ -61,12 +80,18 @@ final class EventLoop: @unchecked Sendable {
         listening = false
     }
 
+    private var handler: RequestHandler {
+        RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt)
+    }
+
     /// Runs until the server stops; then answers what was read, flushes and closes.
     func run() {
         while !stopping() {
-            var timeout: Int32 = -1
+            let now = monotonicNanoseconds()
+            // Wake at least once a second while there are connections, to
+            // cut off stalled readers and idle connections.
+            var timeout: Int32 = connections.isEmpty ? -1 : 1000
             if acceptPausedUntil != 0 {
-                let now = monotonicNanoseconds()
                 if now >= acceptPausedUntil {
                     acceptPausedUntil = 0
                     try? startListening()
@@ -88,9 +113,12 @@ final class EventLoop: @unchecked Sendable {
                 logger.error("loop \(index): epoll_wait failed: \(error)")
                 break
             }
+            sweepIfDue()
         }
         drainAndClose()
     }
+
+    // MARK: Accepting
 
     private func acceptAll() {
         // Bounded, so one loop does not take every connection of a burst.
@@ -111,13 +139,18 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             guard let socket = accepted else { return }
+            if openConnections.value.add(1, ordering: .relaxed).newValue > config.maximumConnections {
+                refuse(socket)
+                continue
+            }
             nextSerial += 1
             let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: nextSerial,
-                                        maximumFrameBytes: config.maximumFrameBytes)
+                                        maximumFrameBytes: config.maximumFrameBytes, now: monotonicNanoseconds())
             do {
                 try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
             } catch {
                 logger.warning("loop \(index): cannot watch a new connection: \(error)")
+                openConnections.value.subtract(1, ordering: .relaxed)
                 socket.close()
                 continue
             }
@@ -126,10 +159,25 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Over `--max-connections`: one UNAVAILABLE frame (if the socket takes
+    /// it at once), then close.
+    private func refuse(_ socket: Socket) {
+        var frame: [UInt8] = []
+        ResponseFrameWriter.appendStatus(
+            id: 0, status: Status(.unavailable, "groserd has \(config.maximumConnections) connections, its maximum; try again later."),
+            to: &frame)
+        _ = frame.withUnsafeBytes { try? socket.write($0) }
+        socket.close()
+        openConnections.value.subtract(1, ordering: .relaxed)
+        logger.warning("loop \(index): refused a connection: \(config.maximumConnections) are open")
+    }
+
+    // MARK: Reading and answering
+
     private func handleEvents(fd: Int32, events: EpollEvents) {
         guard let connection = connections[fd] else { return }
         if events.contains(.writable) {
-            guard connection.flush() else { return close(connection, reason: "write failed") }
+            guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
         }
         if events.contains(.readable) || events.contains(.hangup) || events.contains(.readHangup) || events.contains(.error) {
             if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
@@ -143,102 +191,129 @@ final class EventLoop: @unchecked Sendable {
 
     /// Reads until the socket is drained, answering every complete frame.
     private func readAndAnswer(_ connection: Connection) {
-        let handler = RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt)
+        let handler = self.handler
         let socket = connection.socket
         while true {
-            var outcome = IOResult.wouldBlock
-            var failure: Errno?
-            _ = connection.decoder.writeTail(capacity: Self.readChunk) { raw -> Int in
-                switch Result(catching: { () throws(Errno) -> IOResult in try socket.read(into: raw) }) {
-                case .success(let r): outcome = r
-                case .failure(let e): failure = e; return 0
-                }
-                if case .processed(let n) = outcome { return n }
-                return 0
-            }
-            if let failure {
-                logger.debug("loop \(index): read from connection \(socket.descriptor) failed: \(failure)")
+            let outcome: IOResult
+            do {
+                outcome = try socket.read(into: readBuffer)
+            } catch {
+                logger.debug("loop \(index): read from connection \(socket.descriptor) failed: \(error)")
                 connection.closeAfterFlush = true
-                connection.output.removeAll()
+                connection.output = []
                 connection.outputOffset = 0
                 return
             }
             guard case .processed(let count) = outcome else { break }
             if count == 0 {
-                // The peer closed its side: answer what it sent, then close.
+                // The peer closed its side: every whole frame it sent is
+                // answered already; close once the answers are written.
                 connection.closeAfterFlush = true
-                answerFrames(connection, handler)
                 return
             }
-            answerFrames(connection, handler)
-            if connection.closeAfterFlush || connection.waitingForAnswers { return }
-            if connection.pendingOutputBytes > config.maximumPendingOutputBytes {
-                // The client is not reading its answers: stop reading its
-                // requests until they drain.
-                connection.readPaused = true
-                return
-            }
+            connection.lastProgress = monotonicNanoseconds()
+            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
+            deliver(connection)
+            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers { return }
             // A short read means the socket is drained; level-triggered epoll
             // reports it again when more arrives, so skip the EAGAIN read.
-            if count < Self.readChunk { return }
+            if count < readBuffer.count { return }
         }
     }
 
-    private func answerFrames(_ connection: Connection, _ handler: RequestHandler) {
+    /// Answers every whole frame of `bytes` (just read) into `output`. Frames
+    /// are answered straight from the read buffer; an unfinished frame, and
+    /// frames left when the connection must wait (its answers are not read,
+    /// or too many are awaited), are kept in the connection's decoder.
+    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
         let receivedAt = monotonicNanoseconds()
+        // A local buffer: appending to a property of this class through
+        // `inout` costs a dynamic exclusivity check per answer.
+        var out: [UInt8] = []
+        swap(&out, &output)
+        defer { swap(&out, &output) }
         do {
-            while connection.held.count < Self.maximumAwaitedAnswers, let frame = try connection.decoder.next() {
-                let handled: RequestHandler.Handled
-                if connection.held.isEmpty {
-                    handled = frame.withUnsafeBytes { body in
-                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &connection.output)
-                    }
-                } else {
-                    // An earlier answer is still awaited: hold this one back.
-                    var out: [UInt8] = []
-                    handled = frame.withUnsafeBytes { body in
-                        handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
-                    }
-                    if case .answered = handled {
-                        connection.held.append((connection.nextSlot, out))
-                        connection.nextSlot += 1
-                    }
+            if connection.decoder.bufferedByteCount > 0 || !bytes.isEmpty && mustWait(connection, out) {
+                connection.decoder.append(bytes)
+                while !mustWait(connection, out), let frame = try connection.decoder.next() {
+                    frame.withUnsafeBytes { body in answer(body, connection, handler, receivedAt, into: &out) }
                 }
-                if case .deferred(let request) = handled {
-                    defer_(request, connection, receivedAt: receivedAt)
-                }
+                connection.decoder.releaseStorageIfEmpty()
+                return
             }
-            // Too many answers awaited: stop reading until they arrive.
-            connection.waitingForAnswers = connection.held.count >= Self.maximumAwaitedAnswers
+            var rest = bytes
+            while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: config.maximumFrameBytes) {
+                answer(body, connection, handler, receivedAt, into: &out)
+                rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
+                if mustWait(connection, out) { break }
+            }
+            connection.decoder.append(rest)
         } catch {
             switch error {
             case .frameTooLarge(let length, let maximum):
                 logger.info("loop \(index): connection \(connection.socket.descriptor) sent a frame of \(length) bytes (maximum \(maximum)); closing it")
-                var out: [UInt8] = []
+                var frame: [UInt8] = []
                 ResponseFrameWriter.appendStatus(
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
-                    to: &out)
-                if connection.held.isEmpty {
-                    connection.output.append(contentsOf: out)
-                } else {
-                    connection.held.append((connection.nextSlot, out))
-                    connection.nextSlot += 1
-                }
+                    to: &frame)
+                if connection.held.isEmpty { out.append(contentsOf: frame) } else { _ = connection.hold(.ready(frame)) }
                 connection.closeAfterFlush = true
             }
         }
     }
 
+    /// True when no more frames may be answered now: the answers already
+    /// owed exceed the output limit (backpressure), or too many are awaited.
+    private func mustWait(_ connection: Connection, _ out: [UInt8]) -> Bool {
+        if connection.pendingOutputBytes + out.count > config.maximumPendingOutputBytes {
+            connection.readPaused = true
+            return true
+        }
+        if connection.held.count >= Self.maximumAwaitedAnswers {
+            connection.waitingForAnswers = true
+            return true
+        }
+        return false
+    }
+
+    /// Answers one frame into `out`, or holds it behind an awaited answer.
+    /// The common methods are read without protobuf-c, whose unpack
+    /// allocates every message and string; anything else goes through it.
+    @inline(__always)
+    private func answer(_ body: UnsafeRawBufferPointer, _ connection: Connection, _ handler: RequestHandler,
+                        _ receivedAt: UInt64, into out: inout [UInt8]) {
+        if connection.held.isEmpty {
+            let handled: RequestHandler.Handled
+            if let request = Request.decodeCommonMethod(body) {
+                handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
+            } else {
+                handled = handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+            }
+            if case .deferred(let request) = handled { submit(request, connection, receivedAt: receivedAt) }
+            return
+        }
+        // An earlier answer is awaited: this one waits its turn.
+        guard let request = Request.decodeCommonMethod(body) ?? (try? Request.decode(body)) else {
+            var frame: [UInt8] = []
+            _ = handler.respond(toFrame: body, receivedAt: receivedAt, into: &frame)
+            _ = connection.hold(.ready(frame))
+            return
+        }
+        if CommerceService.handles(request.method) {
+            submit(request, connection, receivedAt: receivedAt)
+        } else {
+            _ = connection.hold(.later(request, receivedAt: receivedAt))
+        }
+    }
+
     /// Sends a request to the commit queue; its answer returns through the inbox.
-    private func defer_(_ request: Request, _ connection: Connection, receivedAt: UInt64) {
-        let slot = connection.nextSlot
-        connection.nextSlot += 1
-        connection.held.append((slot, nil))
+    private func submit(_ request: Request, _ connection: Connection, receivedAt: UInt64) {
+        let slot = connection.hold(.awaiting)
         let fd = connection.socket.descriptor
         let serial = connection.serial
-        var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid), receivedAt: receivedAt) {
-            [self] frame in
+        var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
+                              receivedAt: receivedAt) { [self] frame in
             inbox.withLock { $0.append((fd, serial, slot, frame)) }
             wakeup.signal()
         }
@@ -246,7 +321,14 @@ final class EventLoop: @unchecked Sendable {
         if !commits.submit(job) {
             var out: [UInt8] = []
             ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
-            connection.fill(slot: slot, frame: out)
+            fill(connection, slot: slot, frame: out)
+        }
+    }
+
+    private func fill(_ connection: Connection, slot: UInt64, frame: [UInt8]) {
+        let handler = self.handler
+        connection.fill(slot: slot, frame: frame) { request, receivedAt, out in
+            _ = handler.respond(to: request, receivedAt: receivedAt, into: &out)
         }
     }
 
@@ -261,27 +343,67 @@ final class EventLoop: @unchecked Sendable {
         for a in answers {
             // The connection may have closed, and its descriptor been reused.
             guard let c = connections[a.fd], c.serial == a.serial else { continue }
-            c.fill(slot: a.slot, frame: a.frame)
+            fill(c, slot: a.slot, frame: a.frame)
             touched[a.fd] = c
         }
-        for c in touched.values {
-            if c.waitingForAnswers && c.held.count < Self.maximumAwaitedAnswers / 2 && !stopping() {
-                // Requests already buffered were not read while waiting.
-                answerFrames(c, RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt))
+        for c in touched.values { finishIO(c) }
+    }
+
+    /// Writes the answers in `output` to the connection, or queues them
+    /// behind answers it has not taken yet. What the socket does not take
+    /// moves to the connection (its buffer swapped in, not copied).
+    private func deliver(_ connection: Connection) {
+        guard !output.isEmpty else { return }
+        defer {
+            output.removeAll(keepingCapacity: output.capacity <= Self.retainedOutputCapacity)
+        }
+        guard connection.pendingOutputBytes == 0 else {
+            connection.output.append(contentsOf: output)
+            return
+        }
+        var written = 0
+        write: while written < output.count {
+            let result = output.withUnsafeBytes { raw in
+                Result { () throws(Errno) -> IOResult in
+                    try connection.socket.write(UnsafeRawBufferPointer(rebasing: raw[written...]))
+                }
             }
-            finishIO(c)
+            switch result {
+            case .success(.processed(let n)): written += n
+            // A failed write is left to `flush`, which fails the same way and closes.
+            case .success(.wouldBlock), .failure: break write
+            }
+        }
+        if written < output.count {
+            swap(&connection.output, &output)
+            connection.outputOffset = written
+            connection.stalledSince = monotonicNanoseconds()
         }
     }
 
-    /// Writes pending output, then registers for the events the connection
-    /// now needs (or closes it).
+    /// Writes pending output, resumes a connection that was waiting, then
+    /// registers for the events it now needs (or closes it).
     private func finishIO(_ connection: Connection) {
-        guard connection.flush() else { return close(connection, reason: "write failed") }
+        guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
+        if !stopping() && !connection.closeAfterFlush {
+            var resume = false
+            if connection.readPaused && connection.pendingOutputBytes <= config.maximumPendingOutputBytes / 2 {
+                connection.readPaused = false
+                resume = true
+            }
+            if connection.waitingForAnswers && connection.held.count < Self.maximumAwaitedAnswers / 2 {
+                connection.waitingForAnswers = false
+                resume = true
+            }
+            if resume && connection.decoder.bufferedByteCount > 0 {
+                // Frames read while it waited come first.
+                answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
+                deliver(connection)
+                guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
+            }
+        }
         if connection.closeAfterFlush && connection.pendingOutputBytes == 0 && connection.held.isEmpty {
             return close(connection, reason: "closed")
-        }
-        if connection.readPaused && connection.pendingOutputBytes <= config.maximumPendingOutputBytes / 2 {
-            connection.readPaused = false
         }
         var wanted: EpollEvents = []
         if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
@@ -305,15 +427,40 @@ final class EventLoop: @unchecked Sendable {
         connections[fd] = nil
         connection.token.close()
         connection.socket.close()
+        openConnections.value.subtract(1, ordering: .relaxed)
     }
+
+    // MARK: Timeouts
+
+    /// Once a second: cuts off clients that stopped reading their answers
+    /// and, when configured, connections idle too long.
+    private func sweepIfDue() {
+        let now = monotonicNanoseconds()
+        guard now &- lastSweep >= 1_000_000_000 else { return }
+        lastSweep = now
+        let stallLimit = UInt64(config.slowReaderTimeoutSeconds * 1e9)
+        let idleLimit = UInt64(config.idleTimeoutSeconds * 1e9)
+        for connection in Array(connections.values) {
+            if connection.stalledSince != 0 && connection.pendingOutputBytes > 0 && now &- connection.stalledSince > stallLimit {
+                logger.info("loop \(index): connection \(connection.socket.descriptor) read none of its \(connection.pendingOutputBytes) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
+                close(connection, reason: "cut off: not reading")
+            } else if idleLimit > 0 && connection.held.isEmpty && connection.pendingOutputBytes == 0
+                        && now &- connection.lastProgress > idleLimit {
+                close(connection, reason: "idle for \(Int(config.idleTimeoutSeconds)) s")
+            }
+        }
+    }
+
+    // MARK: Shutdown
 
     /// Shutdown: no new connections; answer every complete request already
     /// received, wait for answers from the commit queue, write them all (for
-    /// up to five seconds in all), close.
+    /// up to three seconds in all), close.
     private func drainAndClose() {
         stopListening()
-        let deadline = monotonicNanoseconds() + 5_000_000_000
-        for connection in Array(connections.values) where !connection.readPaused && !connection.closeAfterFlush {
+        let deadline = monotonicNanoseconds() + 3_000_000_000
+        for connection in Array(connections.values)
+        where !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
             readAndAnswer(connection)
         }
         while connections.values.contains(where: { !$0.held.isEmpty }) && monotonicNanoseconds() < deadline {
@@ -324,7 +471,7 @@ final class EventLoop: @unchecked Sendable {
         }
         for connection in Array(connections.values) {
             while connection.pendingOutputBytes > 0 {
-                guard connection.flush() else { break }
+                guard connection.flush(now: monotonicNanoseconds()) else { break }
                 let now = monotonicNanoseconds()
                 if connection.pendingOutputBytes == 0 || now >= deadline { break }
                 _ = try? connection.socket.poll(forWriting: true, timeoutMilliseconds: Int32((deadline - now) / 1_000_000) + 1)
@@ -332,4 +479,9 @@ final class EventLoop: @unchecked Sendable {
             close(connection, reason: "closed at shutdown")
         }
     }
+}
+
+/// The number of open connections, shared by every loop.
+final class ConnectionCount: Sendable {
+    let value = Atomic<Int>(0)
 }

@@ -61,12 +61,13 @@ public struct RequestHandler: Sendable {
         switch request.method {
         case .serverInfo:
             let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000
-            var body = catalog.serverInfoStaticBody
             // Protobuf merges concatenated encodings, so the uptime field can
-            // follow the body encoded once per catalog version.
-            ProtoWriter.appendTag(field: 3, wireType: ProtoWriter.wireVarint, to: &body)
-            ProtoWriter.appendVarint(uptime, to: &body)
-            ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body, to: &out)
+            // follow the body encoded once per catalog version (written
+            // after it, not appended to a copy of it).
+            catalog.serverInfoStaticBody.withUnsafeBytes { body in
+                ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body,
+                                             appendingVarintField: 3, value: uptime, to: &out)
+            }
 
         case .listCities:
             ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: catalog.listCitiesBody, to: &out)
@@ -88,12 +89,20 @@ public struct RequestHandler: Sendable {
                     return
                 }
             case .cityUID(let uid):
+                guard !uid.isEmpty else {
+                    fail(request.id, .invalidArgument, "GetStore's city_uid is empty.", &out)
+                    return
+                }
                 storeUID = catalog.defaultStoreByCityUID[uid]
                 if storeUID == nil {
                     fail(request.id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
                     return
                 }
             case .storeUID(let uid):
+                guard !uid.isEmpty else {
+                    fail(request.id, .invalidArgument, "GetStore's store_uid is empty.", &out)
+                    return
+                }
                 storeUID = uid
             }
             guard let uid = storeUID, let bodies = catalog.storeBodies[uid] else {

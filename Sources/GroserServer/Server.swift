@@ -22,8 +22,9 @@ public final class Server: Sendable {
     public let service: CatalogService
     private let commits: CommitQueue
     private let logger: Logger
-    private let state = Mutex<State>(.notStarted)
+    private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
+    private let openConnections = ConnectionCount()
 
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
@@ -34,7 +35,7 @@ public final class Server: Sendable {
         self.logger = logger
         let rules = CommerceService(
             limits: CartLimits(maximumQuantity: config.maximumQuantity),
-            adminUIDs: [ProcessInfo.userID], imageBaseURL: config.imageBaseURL)
+            adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup, imageBaseURL: config.imageBaseURL)
         commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger)
     }
 
@@ -53,7 +54,7 @@ public final class Server: Sendable {
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
-                                           logger: logger, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
+                                           logger: logger, openConnections: openConnections, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
             for loop in loops {
                 threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })
@@ -105,7 +106,11 @@ public final class Server: Sendable {
         let path = config.socketPath
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         if !directory.isEmpty, !Files.exists(directory) {
-            do { try Files.makeDirectories(directory, mode: 0o700) } catch {
+            // With a socket group, its members must be able to reach the socket.
+            do {
+                try Files.makeDirectories(directory, mode: config.socketGroup == nil ? 0o700 : 0o710)
+                if let group = config.socketGroup { try Accounts.changeGroup(path: directory, to: group) }
+            } catch {
                 throw ServerError("cannot create the socket's directory \(directory): \(error)")
             }
         }
@@ -122,7 +127,15 @@ public final class Server: Sendable {
             }
         }
         switch Result(catching: { () throws(Errno) -> Socket in try Self.listen(path) }) {
-        case .success(let socket): return socket
+        case .success(let socket):
+            if let group = config.socketGroup {
+                do { try Accounts.changeGroup(path: path, to: group) } catch {
+                    socket.close()
+                    try? Files.remove(path)
+                    throw ServerError("cannot give the socket \(path) the group \(group): \(error)")
+                }
+            }
+            return socket
         case .failure(.addressInUse): throw ServerError("another groserd is already answering on \(path)")
         case .failure(.nameTooLong): throw ServerError("the socket path \(path) is too long (Linux allows 107 bytes)")
         case .failure(let error): throw ServerError("cannot listen on \(path): \(error)")

@@ -13,8 +13,20 @@ public struct ServerConfig: Sendable {
     /// Unsent response bytes above which a connection is no longer read
     /// until its client catches up (backpressure).
     public var maximumPendingOutputBytes: Int
+    /// Connections open at once; the next one gets UNAVAILABLE and is closed.
+    public var maximumConnections = 4096
+    /// A client whose answers have waited this long without it reading any
+    /// is cut off.
+    public var slowReaderTimeoutSeconds = 10.0
+    /// Connections with nothing to do for this long are closed; 0: never.
+    public var idleTimeoutSeconds = 0.0
     /// The most units of one product in a cart line.
     public var maximumQuantity: UInt32 = 99
+    /// The socket file's group (it is 0660), when not the daemon's own.
+    public var socketGroup: UInt32?
+    /// Members of this group may call the admin methods, besides the
+    /// daemon's own user and root.
+    public var adminGroup: UInt32?
 
     public init(socketPath: String = ServerConfig.defaultSocketPath(),
                 dataDirectory: String = ServerConfig.defaultDataDirectory(),
@@ -22,7 +34,7 @@ public struct ServerConfig: Sendable {
                 maximumFrameBytes: Int = 4 * 1024 * 1024,
                 threads: Int = max(1, ProcessInfo.processorCount),
                 logLevel: LogLevel = .info,
-                maximumPendingOutputBytes: Int = 8 * 1024 * 1024) {
+                maximumPendingOutputBytes: Int = 1024 * 1024) {
         self.socketPath = socketPath
         self.dataDirectory = dataDirectory
         self.imageBaseURL = imageBaseURL

@@ -41,6 +41,23 @@ final class SQLiteConnection {
         }
     }
 
+    /// Statements prepared once and kept for the connection's life: the
+    /// cart path runs the same few statements for every request.
+    private var cache: [String: SQLiteStatement] = [:]
+
+    /// A prepared statement for `sql`, from the cache after its first use.
+    func cached(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        if let stmt = cache[sql] { return stmt }
+        let stmt = try prepare(sql)
+        cache[sql] = stmt
+        return stmt
+    }
+
+    /// Ends every cached statement's run, so none holds a read snapshot open.
+    func resetCached() {
+        for stmt in cache.values { stmt.reset() }
+    }
+
     func prepare(_ sql: String) throws(StorageError) -> SQLiteStatement {
         var stmt: OpaquePointer?
         guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
@@ -54,9 +71,11 @@ final class SQLiteConnection {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
+            resetCached()
             try execute("COMMIT")
             return result
         } catch {
+            resetCached()
             try? execute("ROLLBACK")
             throw error
         }
@@ -66,7 +85,8 @@ final class SQLiteConnection {
 /// A prepared statement; finalized when released.
 final class SQLiteStatement {
     private let stmt: OpaquePointer
-    private let connection: SQLiteConnection
+    // Unowned: the connection keeps its cached statements alive.
+    private unowned let connection: SQLiteConnection
 
     init(_ stmt: OpaquePointer, connection: SQLiteConnection) {
         self.stmt = stmt
@@ -95,6 +115,9 @@ final class SQLiteStatement {
         return self
     }
 
+    /// Ends the current run (bindings stay).
+    func reset() { sqlite3_reset(stmt) }
+
     /// Steps once: true when a row is ready, false when done.
     func step() throws(StorageError) -> Bool {
         switch sqlite3_step(stmt) {
@@ -106,6 +129,7 @@ final class SQLiteStatement {
 
     /// Runs a statement that returns no rows.
     func run() throws(StorageError) {
+        sqlite3_reset(stmt)
         while try step() {}
     }
 

@@ -55,30 +55,34 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     let db: SQLiteConnection
     init(db: SQLiteConnection) { self.db = db }
 
-    func savepoint() throws(StorageError) { try db.execute("SAVEPOINT request") }
-    func rollbackToSavepoint() throws(StorageError) { try db.execute("ROLLBACK TO request; RELEASE request") }
-    func releaseSavepoint() throws(StorageError) { try db.execute("RELEASE request") }
+    // Cached statements, not sqlite3_exec: these run for every request.
+    func savepoint() throws(StorageError) { try db.cached("SAVEPOINT request").run() }
+    func rollbackToSavepoint() throws(StorageError) {
+        try db.cached("ROLLBACK TO request").run()
+        try db.cached("RELEASE request").run()
+    }
+    func releaseSavepoint() throws(StorageError) { try db.cached("RELEASE request").run() }
 
     func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
-        try db.prepare("INSERT INTO sessions VALUES (?, ?, ?)")
+        try db.cached("INSERT INTO sessions VALUES (?, ?, ?)")
             .bind(.text(sessionSelector(token)), .text(token), .integer(createdAtUnix)).run()
     }
 
     func sessionExists(_ token: String) throws(StorageError) -> Bool {
-        let s = try db.prepare("SELECT token FROM sessions WHERE selector = ?").bind(.text(sessionSelector(token)))
+        let s = try db.cached("SELECT token FROM sessions WHERE selector = ?").bind(.text(sessionSelector(token)))
         var found = false
         while try s.step() { found = constantTimeEquals(s.text(0), token) || found }
         return found
     }
 
     func storeCityCode(_ storeUID: String) throws(StorageError) -> String? {
-        let s = try db.prepare("SELECT cities.code FROM stores JOIN cities ON cities.uid = stores.city_uid WHERE stores.uid = ?")
+        let s = try db.cached("SELECT cities.code FROM stores JOIN cities ON cities.uid = stores.city_uid WHERE stores.uid = ?")
             .bind(.text(storeUID))
         return try s.step() ? s.text(0) : nil
     }
 
     func product(_ uid: String) throws(StorageError) -> ProductRecord? {
-        let s = try db.prepare("""
+        let s = try db.cached("""
             SELECT p.uid, d.store_uid, p.name, p.price_minor, p.currency, p.stock FROM products p
             JOIN shelves h ON h.uid = p.shelf_uid JOIN departments d ON d.uid = h.department_uid
             WHERE p.uid = ?
@@ -89,7 +93,7 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
 
     func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? {
-        let p = try db.prepare("""
+        let p = try db.cached("""
             SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
                    stock, often_out_of_stock FROM products WHERE uid = ?
             """).bind(.text(uid))
@@ -98,13 +102,13 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
 
     func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord? {
-        let c = try db.prepare("SELECT id, version FROM carts WHERE session = ? AND store_uid = ?")
+        let c = try db.cached("SELECT id, version FROM carts WHERE session = ? AND store_uid = ?")
             .bind(.text(session), .text(storeUID))
         guard try c.step() else { return nil }
         let id = c.int(0)
         let version = UInt64(c.int(1))
         var lines: [CartLineRecord] = []
-        let l = try db.prepare("SELECT product_uid, quantity, seen_price_minor FROM cart_lines WHERE cart_id = ? ORDER BY position")
+        let l = try db.cached("SELECT product_uid, quantity, seen_price_minor FROM cart_lines WHERE cart_id = ? ORDER BY position")
             .bind(.integer(id))
         while try l.step() {
             lines.append(CartLineRecord(productUID: l.text(0), quantity: UInt32(clamping: l.int(1)), seenPriceMinorUnits: l.int(2)))
@@ -113,13 +117,13 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
 
     func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord {
-        try db.prepare("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session), .text(storeUID)).run()
+        try db.cached("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session), .text(storeUID)).run()
         return CartRecord(id: db.lastInsertRowID, version: 0, lines: [])
     }
 
     func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {
         // An existing line keeps its position; a new one goes last.
-        try db.prepare("""
+        try db.cached("""
             INSERT INTO cart_lines(cart_id, product_uid, quantity, seen_price_minor, position)
             VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(position), 0) + 1 FROM cart_lines WHERE cart_id = ?1))
             ON CONFLICT(cart_id, product_uid) DO UPDATE SET quantity = excluded.quantity,
@@ -129,58 +133,58 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
 
     func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {
-        try db.prepare("DELETE FROM cart_lines WHERE cart_id = ? AND product_uid = ?").bind(.integer(cartID), .text(productUID)).run()
+        try db.cached("DELETE FROM cart_lines WHERE cart_id = ? AND product_uid = ?").bind(.integer(cartID), .text(productUID)).run()
     }
 
     func deleteAllLines(cartID: Int64) throws(StorageError) {
-        try db.prepare("DELETE FROM cart_lines WHERE cart_id = ?").bind(.integer(cartID)).run()
+        try db.cached("DELETE FROM cart_lines WHERE cart_id = ?").bind(.integer(cartID)).run()
     }
 
     func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {
-        try db.prepare("UPDATE carts SET version = ? WHERE id = ?").bind(.integer(Int64(version)), .integer(cartID)).run()
+        try db.cached("UPDATE carts SET version = ? WHERE id = ?").bind(.integer(Int64(version)), .integer(cartID)).run()
     }
 
     func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer? {
-        let s = try db.prepare("SELECT fingerprint, field, body FROM idempotency WHERE session = ? AND key = ?")
+        let s = try db.cached("SELECT fingerprint, field, body FROM idempotency WHERE session = ? AND key = ?")
             .bind(.text(session), .text(key))
         guard try s.step() else { return nil }
         return IdempotentAnswer(fingerprint: s.text(0), field: UInt32(clamping: s.int(1)), body: s.blob(2))
     }
 
     func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError) {
-        try db.prepare("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)")
+        try db.cached("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)")
             .bind(.text(session), .text(key), .text(answer.fingerprint), .integer(Int64(answer.field)), .blob(answer.body)).run()
     }
 
     func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {
-        try db.prepare("UPDATE products SET stock = stock - ? WHERE uid = ?").bind(.integer(Int64(quantity)), .text(productUID)).run()
+        try db.cached("UPDATE products SET stock = stock - ? WHERE uid = ?").bind(.integer(Int64(quantity)), .text(productUID)).run()
     }
 
     func updateProduct(_ update: ProductUpdate) throws(StorageError) {
         if let price = update.priceMinorUnits {
-            try db.prepare("UPDATE products SET price_minor = ? WHERE uid = ?").bind(.integer(price), .text(update.productUID)).run()
+            try db.cached("UPDATE products SET price_minor = ? WHERE uid = ?").bind(.integer(price), .text(update.productUID)).run()
         }
         if let stock = update.stock {
-            try db.prepare("UPDATE products SET stock = ? WHERE uid = ?").bind(.integer(Int64(stock)), .text(update.productUID)).run()
+            try db.cached("UPDATE products SET stock = ? WHERE uid = ?").bind(.integer(Int64(stock)), .text(update.productUID)).run()
         }
     }
 
     func bumpCatalogVersion() throws(StorageError) -> UInt64 {
         try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_version'")
-        let s = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
+        let s = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
         _ = try s.step()
         return UInt64(s.int(0))
     }
 
     func insertOrder(_ d: OrderDraft) throws(StorageError) -> Order {
-        try db.prepare("""
+        try db.cached("""
             INSERT INTO orders(session, store_uid, city_code, total_minor, currency, card_brand, card_last4,
                                created_at, delivery_address, holder_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).bind(.text(d.session), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
                       .text(d.total.currency), .text(d.cardBrand), .text(d.cardLast4), .integer(d.createdAtUnix),
                       .text(d.deliveryAddress), .text(d.holderName)).run()
         let id = db.lastInsertRowID
-        let line = try db.prepare("INSERT INTO order_lines VALUES (?, ?, ?, ?, ?, ?, ?)")
+        let line = try db.cached("INSERT INTO order_lines VALUES (?, ?, ?, ?, ?, ?, ?)")
         for (i, l) in d.lines.enumerated() {
             try line.bind(.integer(id), .integer(Int64(i)), .text(l.productUID), .text(l.name),
                           .integer(l.unitPrice.minorUnits), .integer(Int64(l.quantity)), .integer(l.lineTotal.minorUnits)).run()
@@ -196,7 +200,7 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
 
     func orders(session: String) throws(StorageError) -> [Order] {
-        let o = try db.prepare("""
+        let o = try db.cached("""
             SELECT id, store_uid, city_code, total_minor, currency, card_brand, card_last4, created_at,
                    delivery_address, holder_name FROM orders WHERE session = ? ORDER BY id DESC
             """).bind(.text(session))
@@ -208,7 +212,7 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
                 total: Money(minorUnits: o.int(3), currency: currency), cardBrand: o.text(5), cardLast4: o.text(6),
                 createdAtUnix: o.int(7), deliveryAddress: o.text(8), holderName: o.text(9))))
         }
-        let l = try db.prepare("""
+        let l = try db.cached("""
             SELECT product_uid, name, unit_price_minor, quantity, line_total_minor FROM order_lines
             WHERE order_id = ? ORDER BY position
             """)

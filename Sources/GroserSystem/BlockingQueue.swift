@@ -65,19 +65,6 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         pthread_cond_broadcast(condition)
         pthread_mutex_unlock(mutex)
     }
-
-    /// No more puts, and what is still queued is taken out and returned:
-    /// `take` returns empty arrays from now on.
-    public func closeAndTakeAll() -> [Element] {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        closed = true
-        let left = Array(items[head...])
-        items = []
-        head = 0
-        pthread_cond_broadcast(condition)
-        return left
-    }
 }
 
 /// Random bytes from the kernel (getrandom), for session tokens.

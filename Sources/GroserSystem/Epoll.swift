@@ -20,7 +20,9 @@ public struct EpollEvents: OptionSet, Sendable {
 /// An epoll instance; owned by one event loop thread.
 public final class Epoll {
     public let descriptor: Int32
-    private var events: [epoll_event]
+    // Unchecked exclusivity: only the owning loop's thread calls `wait`,
+    // and a checked access costs about 80 instructions per wake-up.
+    @exclusivity(unchecked) private var events: [epoll_event]
 
     public init(maxEvents: Int = 256) throws(Errno) {
         descriptor = try syscall { epoll_create1(Int32(EPOLL_CLOEXEC)) }

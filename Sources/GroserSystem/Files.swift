@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import CLinux
 #endif
 
 /// File-system calls the daemon and the client need, errno typed.
@@ -61,8 +62,11 @@ public enum Files {
     /// Replaces `path` atomically: writes a temporary file beside it, fsyncs
     /// it, renames it over `path`, and fsyncs the directory.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Errno) {
-        let tmp = path + ".tmp.\(getpid())"
-        let fd = try syscall { open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        // A fresh name each time, created exclusively: two saves never share
+        // a file, and a leftover never lends its wider mode.
+        let suffix = (try? KernelRandom.hex(6)) ?? "\(monotonicNanoseconds())"
+        let tmp = path + ".tmp.\(getpid()).\(suffix)"
+        let fd = try syscall { open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode) }
         do {
             var offset = 0
             while offset < bytes.count {
@@ -129,4 +133,28 @@ public enum StandardStreams {
     }
     public static func out(_ s: String) { write(s, fd: 1) }
     public static func err(_ s: String) { write(s, fd: 2) }
+}
+
+/// Process resource limits.
+public enum ResourceLimits {
+    /// Raises the soft limit on open descriptors to `wanted` (at most the
+    /// hard limit) and returns the limit now in force.
+    @discardableResult
+    public static func raiseOpenFiles(to wanted: UInt64) -> UInt64 {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return UInt64(limit.rlim_cur)
+    }
+}
+
+/// The C allocator.
+public enum Allocator {
+    /// Gives freed heap memory back to the kernel (after a large transient
+    /// structure, such as a decoded catalog, is gone).
+    public static func returnFreeMemory() { _ = malloc_trim(0) }
 }

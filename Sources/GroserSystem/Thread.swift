@@ -29,6 +29,13 @@ public final class OSThread: @unchecked Sendable {
         _ = pthread_setname_np(handle, String(name.prefix(15)))
     }
 
+    /// Suspends the calling thread for `milliseconds`.
+    public static func sleep(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var left = timespec()
+        while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
+    }
+
     /// Waits for the thread to finish. Call once.
     public func join() {
         precondition(!joined, "thread joined twice")

@@ -22,6 +22,24 @@ public enum Framing {
         buffer.append(UInt8(truncatingIfNeeded: n))
     }
 
+    /// The first whole frame in `bytes`: its body and the bytes it takes
+    /// with its header; nil when `bytes` holds only part of one. Lets a
+    /// reader answer frames straight from its read buffer, with the same
+    /// length check as `FrameDecoder`, before anything is buffered.
+    @inlinable
+    public static func firstFrame(
+        in bytes: UnsafeRawBufferPointer, maximumFrameBytes: Int
+    ) throws(FrameError) -> (body: UnsafeRawBufferPointer, byteCount: Int)? {
+        guard bytes.count >= headerSize else { return nil }
+        let length = UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
+        guard Int(length) <= maximumFrameBytes else {
+            throw .frameTooLarge(length: length, maximum: maximumFrameBytes)
+        }
+        let total = headerSize + Int(length)
+        guard bytes.count >= total else { return nil }
+        return (UnsafeRawBufferPointer(rebasing: bytes[headerSize..<total]), total)
+    }
+
     /// One whole frame: header and body.
     public static func frame(_ body: some Collection<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
@@ -45,13 +63,34 @@ public struct FrameDecoder: Sendable {
     private var writeIndex = 0
     private static let shrinkThreshold = 1 << 20
 
+    /// `initialCapacity` 0 allocates nothing until the first byte arrives.
     public init(maximumFrameBytes: Int = Framing.defaultMaximumFrameBytes, initialCapacity: Int = 16 * 1024) {
         self.maximumFrameBytes = maximumFrameBytes
-        self.storage = [UInt8](repeating: 0, count: initialCapacity)
+        self.storage = initialCapacity > 0 ? [UInt8](repeating: 0, count: initialCapacity) : []
     }
 
     /// Bytes received but not yet returned as frames.
     public var bufferedByteCount: Int { writeIndex - readIndex }
+
+    /// Gives the buffer back when nothing is buffered, so an idle
+    /// connection holds no memory; the next byte allocates again.
+    public mutating func releaseStorageIfEmpty() {
+        if readIndex == writeIndex && !storage.isEmpty {
+            storage = []
+            readIndex = 0
+            writeIndex = 0
+        }
+    }
+
+    /// Appends received bytes.
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        reserveTail(bytes.count)
+        storage.withUnsafeMutableBytes { raw in
+            (raw.baseAddress! + writeIndex).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        }
+        writeIndex += bytes.count
+    }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: some Collection<UInt8>) {

@@ -15,14 +15,31 @@ public enum ProtoWriter {
         return n
     }
 
+    /// Appends a varint with one append: byte by byte, each append checks
+    /// capacity and uniqueness, which showed in the profile.
     @inlinable
     public static func appendVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var v = value
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
+        if value < 0x80 {
+            out.append(UInt8(truncatingIfNeeded: value))
+            return
         }
-        out.append(UInt8(v))
+        var scratch: (UInt64, UInt64) = (0, 0)
+        let n = withUnsafeMutableBytes(of: &scratch) { putVarint(value, into: $0.baseAddress!, at: 0) }
+        withUnsafeBytes(of: &scratch) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
+
+    /// Writes a varint at `offset` (room for 10 bytes needed); returns the offset after it.
+    @inlinable
+    public static func putVarint(_ value: UInt64, into buffer: UnsafeMutableRawPointer, at offset: Int) -> Int {
+        var v = value
+        var i = offset
+        while v >= 0x80 {
+            buffer.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: i, as: UInt8.self)
+            v >>= 7
+            i += 1
+        }
+        buffer.storeBytes(of: UInt8(truncatingIfNeeded: v), toByteOffset: i, as: UInt8.self)
+        return i + 1
     }
 
     @inlinable
@@ -72,24 +89,58 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
 
 /// Writes whole Response frames (length prefix included) into a buffer.
 public enum ResponseFrameWriter {
-    private static let idField: UInt32 = 1
+    @usableFromInline static let idField: UInt32 = 1
     private static let statusField: UInt32 = 2
     private static let statusCodeField: UInt32 = 1
     private static let statusMessageField: UInt32 = 2
 
-    /// Appends an OK response whose body is already encoded.
+    /// Appends an OK response whose body is already encoded: everything up
+    /// to the body is written into a small stack buffer and appended once,
+    /// then the body is appended with one copy.
     @inlinable
     public static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
-        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(body.count)) + body.count
-        Framing.appendHeader(length: idSize + bodySize, to: &out)
-        if id != 0 {
-            ProtoWriter.appendTag(field: 1, wireType: ProtoWriter.wireVarint, to: &out)
-            ProtoWriter.appendVarint(id, to: &out)
+        appendOK(id: id, field: field, body: body, suffix: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+    }
+
+    /// Appends an OK response whose body is `body` followed by one more
+    /// varint field: Protobuf merges concatenated encodings, so a value that
+    /// changes per request (ServerInfo's uptime) can follow a body encoded once.
+    @inlinable
+    public static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer,
+                                appendingVarintField number: UInt32, value: UInt64, to out: inout [UInt8]) {
+        var scratch: (UInt64, UInt64) = (0, 0)
+        let n = withUnsafeMutableBytes(of: &scratch) { raw -> Int in
+            let i = ProtoWriter.putVarint(UInt64(number << 3 | ProtoWriter.wireVarint), into: raw.baseAddress!, at: 0)
+            return ProtoWriter.putVarint(value, into: raw.baseAddress!, at: i)
         }
-        ProtoWriter.appendTag(field: field.rawValue, wireType: ProtoWriter.wireLengthDelimited, to: &out)
-        ProtoWriter.appendVarint(UInt64(body.count), to: &out)
+        withUnsafeBytes(of: &scratch) { suffix in
+            appendOK(id: id, field: field, body: body, suffix: UnsafeRawBufferPointer(rebasing: suffix[0..<n]), to: &out)
+        }
+    }
+
+    @inlinable
+    static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
+                         to out: inout [UInt8]) {
+        let bodyCount = body.count + suffix.count
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyCount)) + bodyCount
+        let length = UInt32(truncatingIfNeeded: idSize + bodySize)
+        // At most 4 (length) + 11 (id) + 5 (tag) + 10 (body length) bytes.
+        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let headerSize = withUnsafeMutableBytes(of: &scratch) { raw -> Int in
+            let p = raw.baseAddress!
+            p.storeBytes(of: length.bigEndian, as: UInt32.self)
+            var i = Framing.headerSize
+            if id != 0 {
+                i = ProtoWriter.putVarint(UInt64(idField << 3 | ProtoWriter.wireVarint), into: p, at: i)
+                i = ProtoWriter.putVarint(id, into: p, at: i)
+            }
+            i = ProtoWriter.putVarint(UInt64(field.rawValue << 3 | ProtoWriter.wireLengthDelimited), into: p, at: i)
+            return ProtoWriter.putVarint(UInt64(bodyCount), into: p, at: i)
+        }
+        withUnsafeBytes(of: &scratch) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<headerSize])) }
         out.append(contentsOf: body)
+        if !suffix.isEmpty { out.append(contentsOf: suffix) }
     }
 
     /// Appends an OK response whose body is already encoded.

@@ -378,7 +378,7 @@ extension Response {
         return try result.get()
     }
 
-    /// The response's Protobuf encoding (without the length prefix), as the
+    /// The whole response frame (length prefix, then the encoding), as the
     /// server writes it: the envelope by hand, the body by protobuf-c.
     public func encodedFrame() -> [UInt8] {
         var out: [UInt8] = []

@@ -23,6 +23,11 @@ do {
 }
 
 let logger = Logger.standardError(level: config.logLevel)
+// Room for --max-connections plus the database, the loops and the listener.
+let openFiles = ResourceLimits.raiseOpenFiles(to: UInt64(config.maximumConnections) + 64)
+if openFiles < UInt64(config.maximumConnections) + 16 {
+    logger.warning("the open-file limit is \(openFiles); fewer than --max-connections \(config.maximumConnections) connections will fit")
+}
 let server: Server
 let signals: TerminationSignals
 do {

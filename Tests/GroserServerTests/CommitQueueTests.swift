@@ -10,8 +10,9 @@ import Glibc
 
 /// The commit queue's promises: every request it takes gets exactly one
 /// answer, even when the store fails in the middle of a batch; requests of a
-/// closed connection are not run; at shutdown, queued requests are dropped
-/// unrun (their clients saw no answer, which means "not executed").
+/// closed connection are not run; at shutdown,
+/// queued requests are dropped unrun (their clients saw no answer, which
+/// means "not executed").
 @Suite("commit queue")
 struct CommitQueueTests {
     /// A store whose transactions count what they run and can fail the Nth savepoint.
@@ -159,10 +160,5 @@ struct CommitQueueTests {
             taken += batch
         }
         #expect(taken == Array(0..<6000))
-        let other = BlockingQueue<Int>()
-        for i in 0..<10 { other.put(i) }
-        _ = other.take(upTo: 3)
-        #expect(other.closeAndTakeAll() == Array(3..<10))
-        #expect(other.take(upTo: 5).isEmpty)
     }
 }

@@ -106,8 +106,8 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// A raw connection for tests that speak frames by hand.
-final class RawConnection {
+/// A raw connection for tests that speak frames by hand (one thread at a time).
+final class RawConnection: @unchecked Sendable {
     let socket: Socket
     var decoder = FrameDecoder(maximumFrameBytes: 64 * 1024 * 1024)
 

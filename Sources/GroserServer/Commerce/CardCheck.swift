@@ -31,7 +31,12 @@ public enum CardCheck {
         }
         let year: Int
         switch card.expiryYear {
-        case 0...99: year = (now.year / 100) * 100 + Int(card.expiryYear)
+        case 0...99:
+            // The nearest such year from now that is not more than 50 years back,
+            // so "01" read in December 2099 means 2101.
+            var y = (now.year / 100) * 100 + Int(card.expiryYear)
+            if y < now.year - 50 { y += 100 }
+            year = y
         case 1000...9999: year = Int(card.expiryYear)
         default: return .failure(Refusal(.invalidArgument, "The expiry year must have 2 or 4 digits, not \(card.expiryYear)."))
         }

@@ -30,7 +30,11 @@ public struct Refusal: Error, Sendable, Hashable {
 /// Who sent a request, from the socket's peer credentials.
 public struct Caller: Sendable, Hashable {
     public var uid: UInt32?
-    public init(uid: UInt32?) { self.uid = uid }
+    public var gid: UInt32?
+    public init(uid: UInt32?, gid: UInt32? = nil) {
+        self.uid = uid
+        self.gid = gid
+    }
 }
 
 /// The rules of carts, checkout and catalog updates, run inside a write
@@ -40,6 +44,10 @@ public struct CommerceService: Sendable {
     public var limits: CartLimits
     /// Users who may change the catalog besides root.
     public var adminUIDs: Set<UInt32>
+    /// Members of this group may change the catalog too.
+    public var adminGroup: UInt32?
+    /// Group membership, from the system's databases unless a test says otherwise.
+    public var isMember: @Sendable (_ uid: UInt32, _ gid: UInt32, _ group: UInt32) -> Bool = Accounts.isMember
     public var imageBaseURL: String
     /// The currency of an empty cart.
     public var defaultCurrency = "RUB"
@@ -47,11 +55,12 @@ public struct CommerceService: Sendable {
     public var yearMonth: @Sendable () -> (year: Int, month: Int)
     public var unixTime: @Sendable () -> Int64
 
-    public init(limits: CartLimits = CartLimits(), adminUIDs: Set<UInt32>, imageBaseURL: String,
+    public init(limits: CartLimits = CartLimits(), adminUIDs: Set<UInt32>, adminGroup: UInt32? = nil, imageBaseURL: String,
                 yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                 unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) {
         self.limits = limits
         self.adminUIDs = adminUIDs
+        self.adminGroup = adminGroup
         self.imageBaseURL = imageBaseURL
         self.yearMonth = yearMonth
         self.unixTime = unixTime
@@ -67,18 +76,29 @@ public struct CommerceService: Sendable {
         }
     }
 
-    /// Runs one request. `catalogChanged` is true when the catalog's version moved.
+    /// Runs one request in its own savepoint: a refused request leaves no
+    /// partial change behind, whatever else the transaction holds.
+    /// `catalogChanged` is true when the catalog's version moved. Throws only
+    /// when the savepoint itself fails (the transaction is then unusable).
     public func execute(_ method: RequestMethod, caller: Caller,
-                        in tx: any CommerceTransaction) -> (outcome: CommerceOutcome, catalogChanged: Bool) {
+                        in tx: any CommerceTransaction) throws(StorageError) -> (outcome: CommerceOutcome, catalogChanged: Bool) {
+        try tx.savepoint()
+        let result: (outcome: CommerceOutcome, catalogChanged: Bool)
         do {
-            return try run(method, caller: caller, tx)
+            result = try run(method, caller: caller, tx)
         } catch let refusal as Refusal {
-            return (.failed(refusal.status), false)
+            result = (.failed(refusal.status), false)
         } catch let error as StorageError {
-            return (.failed(Status(.internal, "The store failed: \(error.description).")), false)
+            result = (.failed(Status(.internal, "The store failed: \(error.description).")), false)
         } catch {
-            return (.failed(Status(.internal, "Unexpected error: \(error).")), false)
+            result = (.failed(Status(.internal, "Unexpected error: \(error).")), false)
         }
+        if case .failed = result.outcome {
+            try tx.rollbackToSavepoint()
+            return (result.outcome, false)
+        }
+        try tx.releaseSavepoint()
+        return result
     }
 
     private func run(_ method: RequestMethod, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
@@ -231,23 +251,27 @@ public struct CommerceService: Sendable {
 
     private func checkout(_ d: CheckoutDetails, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
         try checkSession(d.session, tx)
-        guard let cityCode = try tx.storeCityCode(d.storeUID) else {
-            throw Refusal(.notFound, "No store has the uid \"\(clip(d.storeUID))\".")
+        try checkStore(d.storeUID, tx)
+        let cityCode = try tx.storeCityCode(d.storeUID) ?? ""
+        let address = d.deliveryAddress.trimmingCharacters
+        let holder = d.card.holderName.trimmingCharacters
+        // A retry finds its order before anything else is checked (the card
+        // may have expired since). The fingerprint is stored, so it keeps
+        // the card's last four digits only.
+        let last4 = String(d.card.number.filter(\.isNumber).suffix(4))
+        let print = "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(address)|\(last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(holder)"
+        if let replay = try replay(session: d.session, key: d.idempotencyKey, fingerprint: print, tx) {
+            return (replay, false)
         }
         let card: CardSummary
         switch CardCheck.validate(d.card, now: yearMonth()) {
         case .success(let c): card = c
         case .failure(let refusal): throw refusal
         }
-        let address = d.deliveryAddress.trimmingCharacters
+        guard !holder.isEmpty else { throw Refusal(.invalidArgument, "The card holder's name is empty.") }
         guard !address.isEmpty else { throw Refusal(.invalidArgument, "The delivery address is empty.") }
         guard d.expectedVersion != 0 else {
             throw Refusal(.invalidArgument, "Checkout needs the version of the cart the customer confirmed.")
-        }
-        // The fingerprint keeps the card's last four digits only: it is stored.
-        let print = "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(address)|\(card.last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(d.card.holderName)"
-        if let replay = try replay(session: d.session, key: d.idempotencyKey, fingerprint: print, tx) {
-            return (replay, false)
         }
         guard let record = try tx.cart(session: d.session, storeUID: d.storeUID), !record.lines.isEmpty else {
             throw Refusal(.failedPrecondition, "The cart is empty; there is nothing to check out.")
@@ -281,7 +305,7 @@ public struct CommerceService: Sendable {
             lines: cart.lines.map { OrderLine(productUID: $0.productUID, name: $0.name, unitPrice: $0.unitPrice,
                                               quantity: $0.quantity, lineTotal: $0.lineTotal) },
             total: cart.subtotal, cardBrand: card.brand, cardLast4: card.last4, createdAtUnix: unixTime(),
-            deliveryAddress: address, holderName: d.card.holderName))
+            deliveryAddress: address, holderName: holder))
         try tx.deleteAllLines(cartID: record.id)
         try tx.setCartVersion(cartID: record.id, record.version + 1)
         // A product that sold out changes what the catalog shows.
@@ -294,7 +318,8 @@ public struct CommerceService: Sendable {
     // MARK: Operators
 
     private func setProduct(_ u: ProductUpdate, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
-        guard let uid = caller.uid, uid == 0 || adminUIDs.contains(uid) else {
+        guard let uid = caller.uid, uid == 0 || adminUIDs.contains(uid)
+                || adminGroup.map({ isMember(uid, caller.gid ?? UInt32.max, $0) }) == true else {
             throw Refusal(.permissionDenied, "Only groserd's own user, root or an admin group member may change the catalog.")
         }
         guard u.priceMinorUnits != nil || u.stock != nil else {

@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A value behind a pthread mutex. Used instead of Synchronization's
+/// `Mutex`, whose Linux implementation waits on raw futexes that
+/// ThreadSanitizer cannot see (it reports every guarded access as a race),
+/// and whose `sending` rules reject generic non-Sendable closures.
+public final class Locked<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched with `mutex` held.
+    private var value: Value
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    public init(_ value: Value) {
+        self.value = value
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the value, holding the lock.
+    public func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import GroserClient
+import GroserSystem
+import Testing
+
+/// Bounded resources: connection cap, stalled readers, idle connections,
+/// and in-order answers across a catalog change.
+@Suite("resource limits", .serialized)
+struct LimitsTests {
+    @Test func connectionsOverTheMaximumGetUnavailable() throws {
+        let daemon = try Daemon(extraArguments: ["--max-connections", "3"])
+        let kept = try (0..<3).map { _ in try RawConnection(path: daemon.socketPath) }
+        for (i, c) in kept.enumerated() {
+            try c.send(Request(id: UInt64(i + 1), method: .serverInfo))
+            #expect(try c.receive()?.status.isOK == true)
+        }
+        let extra = try RawConnection(path: daemon.socketPath)
+        let refusal = try #require(try extra.receive())
+        #expect(refusal.status.code == .unavailable)
+        #expect(try extra.receive() == nil, "and the connection is closed")
+        kept[0].socket.close()
+        usleep(200_000)
+        let again = try RawConnection(path: daemon.socketPath)
+        try again.send(Request(id: 9, method: .serverInfo))
+        #expect(try again.receive()?.id == 9, "a freed place can be taken")
+    }
+
+    @Test func aClientThatNeverReadsIsCutOffAndOthersAreServed() throws {
+        let daemon = try Daemon(extraArguments: ["--slow-reader-timeout", "1", "--max-pending-output-bytes", "65536"])
+        let deaf = try RawConnection(path: daemon.socketPath)
+        let request = Framing.frame(Request(id: 1, method: .getStore(selector: .cityCode("SPB"), includeProducts: true)).encoded())
+        // Far more answers (100 KB each) than the socket and the cap hold.
+        try deaf.socket.setNonBlocking(true)
+        var pushed = 0
+        for _ in 0..<400 {
+            let r = request.withUnsafeBytes { try? deaf.socket.write($0) }
+            if case .processed? = r { pushed += 1 } else { break }
+        }
+        #expect(pushed > 10)
+        let started = Date()
+        // Meanwhile a normal client is answered quickly.
+        let client = daemon.client(timeout: 2)
+        for _ in 0..<20 { _ = try client.store(.cityCode("MSK")) }
+        #expect(Date().timeIntervalSince(started) < 2)
+        // Within a few seconds the deaf connection is closed by the server.
+        usleep(3_500_000)
+        try deaf.socket.setNonBlocking(false)
+        // Reading now gets what was sent before the cut, then the end (or a reset).
+        var closed = false
+        reading: while true {
+            do {
+                guard try deaf.receive(timeoutMilliseconds: 3000) != nil else { closed = true; break reading }
+            } catch let error as Errno {
+                closed = error == .connectionReset
+                break reading
+            } catch {
+                break reading  // a timeout: still open
+            }
+        }
+        #expect(closed, "the server closed the connection")
+        #expect(daemon.log.contains("closing it"))
+        let rss = ProcessInfo.residentKilobytes(pid: daemon.process.processIdentifier) ?? 0
+        #expect(rss < 200_000, "groserd holds \(rss) KiB")
+    }
+
+    @Test func idleConnectionsAreClosedWhenAsked() throws {
+        let daemon = try Daemon(extraArguments: ["--idle-timeout", "1"])
+        let idle = try RawConnection(path: daemon.socketPath)
+        try idle.send(Request(id: 1, method: .serverInfo))
+        #expect(try idle.receive()?.id == 1)
+        usleep(2_600_000)
+        #expect(try idle.receive(timeoutMilliseconds: 2000) == nil, "closed after a second of idleness")
+        // Without the option, connections stay.
+        let other = try Daemon()
+        let stays = try RawConnection(path: other.socketPath)
+        usleep(1_500_000)
+        try stays.send(Request(id: 2, method: .serverInfo))
+        #expect(try stays.receive()?.id == 2)
+    }
+
+    @Test func aReadPipelinedBehindAChangeSeesTheChange() throws {
+        let daemon = try Daemon()
+        let store = try daemon.client().store(.cityCode("SPB"), includeProducts: true).store
+        let shelf = try #require(store.departments.first?.shelves.first)
+        let product = try #require(shelf.products.first)
+        let newPrice = product.price.minorUnits + 12_345
+        let conn = try RawConnection(path: daemon.socketPath)
+        // One write: the change, then a read of the same shelf.
+        try conn.send(Framing.frame(Request(id: 1, method: .setProduct(ProductUpdate(productUID: product.uid, priceMinorUnits: newPrice))).encoded())
+                      + Framing.frame(Request(id: 2, method: .getShelf(shelfUID: shelf.uid)).encoded()))
+        let first = try #require(try conn.receive())
+        let second = try #require(try conn.receive())
+        #expect(first.id == 1 && first.status.isOK)
+        #expect(second.id == 2)
+        guard case .getShelf(let contents) = second.body else { Issue.record("no shelf"); return }
+        #expect(contents.shelf.products.first { $0.uid == product.uid }?.price.minorUnits == newPrice)
+    }
+}
