@@ -385,7 +385,10 @@ final class EventLoop: @unchecked Sendable {
     /// registers for the events it now needs (or closes it).
     private func finishIO(_ connection: Connection) {
         guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
-        if !stopping() && !connection.closeAfterFlush {
+        // A connection that waited answers the frames it read meanwhile,
+        // for as long as the socket takes the answers: if they all went out at
+        // once, no event would come to resume it.
+        while !stopping() && !connection.closeAfterFlush {
             var resume = false
             if connection.readPaused && connection.pendingOutputBytes <= config.maximumPendingOutputBytes / 2 {
                 connection.readPaused = false
@@ -395,12 +398,13 @@ final class EventLoop: @unchecked Sendable {
                 connection.waitingForAnswers = false
                 resume = true
             }
-            if resume && connection.decoder.bufferedByteCount > 0 {
-                // Frames read while it waited come first.
-                answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
-                deliver(connection)
-                guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
-            }
+            let buffered = connection.decoder.bufferedByteCount
+            guard resume, buffered > 0 else { break }
+            answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
+            deliver(connection)
+            guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
+            // Only an unfinished frame left: wait for more bytes.
+            if connection.decoder.bufferedByteCount == buffered { break }
         }
         if connection.closeAfterFlush && connection.pendingOutputBytes == 0 && connection.held.isEmpty {
             return close(connection, reason: "closed")
