@@ -102,8 +102,9 @@ def summary(log_text: str) -> dict[str, int]:
         m = re.search(rf"{kind}: ([\d,]+) bytes in ([\d,]+) blocks", log_text)
         out[kind] = int(m.group(1).replace(",", "")) if m else 0
         out[kind + " blocks"] = int(m.group(2).replace(",", "")) if m else 0
-    m = re.search(r"ERROR SUMMARY: ([\d,]+) errors", log_text)
+    m = re.search(r"ERROR SUMMARY: ([\d,]+) errors from [\d,]+ contexts \(suppressed: ([\d,]+) from", log_text)
     out["errors"] = int(m.group(1).replace(",", "")) if m else -1
+    out["suppressed"] = int(m.group(2).replace(",", "")) if m else 0
     return out
 
 
@@ -135,6 +136,7 @@ def main() -> int:
         daemon = g.Daemon(args.groserd, directory, wrapper=[
             "valgrind", "--tool=memcheck", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
             "--errors-for-leak-kinds=definite", "--num-callers=40", "--track-origins=no",
+            "--suppressions=" + os.path.join(os.path.dirname(os.path.abspath(__file__)), "valgrind.supp"),
             f"--log-file={log_path}"])
         g.log(TOOL, "starting groserd under valgrind (slow)")
         daemon.start(timeout=300)
@@ -149,7 +151,8 @@ def main() -> int:
         protobuf = [r for r in definite if "protobuf_c" in r or "Groser__V1" in r or "groser__v1" in r]
         print()
         print(f"memcheck: valgrind memcheck of groserd ({args.groserd}); {sent} requests and bad frames, then SIGTERM")
-        print(f"memcheck: memory errors: {s['errors'] - len(definite) if s['errors'] >= 0 else 'unknown'}")
+        print(f"memcheck: memory errors: {s['errors'] - len(definite) if s['errors'] >= 0 else 'unknown'} "
+              f"({s['suppressed']} suppressed as known false positives: tools/reliability/valgrind.supp)")
         print(f"memcheck: definitely lost: {s['definitely lost']} bytes in {s['definitely lost blocks']} blocks "
               f"({len(protobuf)} record(s) from protobuf-c allocations)")
         print(f"memcheck: indirectly lost: {s['indirectly lost']} bytes; possibly lost: {s['possibly lost']} bytes "
