@@ -9,12 +9,14 @@ import GroserWire
 /// same `run`.
 ///
 /// One input is a raw byte stream as one connection would send it. It is
-/// split into frames by `FrameDecoder` (whole, and again in input-derived
-/// chunks, which must agree), each frame is read by the allocation-free
-/// reader or protobuf-c (which must agree) and goes through `RequestHandler` over
-/// the sample catalog's `EncodedCatalog`, and the commerce requests it defers
-/// run through `CommerceService` against a real SQLite store, each in its own
-/// savepoint of one write transaction as `CommitQueue` runs them. The
+/// split into frames three ways, which must agree: by `FrameDecoder` whole,
+/// by `FrameDecoder` in input-derived chunks, and as the event loop does
+/// (`Framing.firstFrame` on each chunk, the rest kept in a decoder). Each
+/// frame is read by the allocation-free reader or protobuf-c (which must
+/// agree) and goes through `RequestHandler` over the sample catalog's
+/// `EncodedCatalog`; the commerce requests it defers run through
+/// `CommerceService` against a real SQLite store, each in its own savepoint
+/// of one write transaction as `CommitQueue` runs them. The
 /// transaction is rolled back at the end, so every input starts from the same
 /// database and one input cannot change what the next one finds.
 ///
@@ -142,6 +144,40 @@ public final class FuzzHarness {
         }
         if chunkedFrames != frames {
             problems.append("chunked reading gave \(chunkedFrames.count) frame(s), whole reading \(frames.count)")
+        }
+
+        // As the event loop reads: frames straight from each chunk with
+        // Framing.firstFrame, the unfinished rest kept in a decoder that
+        // takes the next chunks until it is empty again.
+        var kept = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 0)
+        var loopFrames: [[UInt8]] = []
+        var loopError: FrameError?
+        var loopRng = SplitMix64(seed: fnv1a(input) ^ 0x5bd1_e995)
+        offset = 0
+        reading: while offset < input.count {
+            let n = min(Int(loopRng.next() % 61) + 1, input.count - offset)
+            let chunk = UnsafeRawBufferPointer(rebasing: input[offset..<(offset + n)])
+            offset += n
+            do {
+                if kept.bufferedByteCount > 0 {
+                    kept.append(chunk)
+                    while let f = try kept.next() { loopFrames.append(Array(f)) }
+                    kept.releaseStorageIfEmpty()
+                    continue
+                }
+                var rest = chunk
+                while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: maximumFrameBytes) {
+                    loopFrames.append(Array(body))
+                    rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
+                }
+                kept.append(rest)
+            } catch {
+                loopError = error
+                break reading
+            }
+        }
+        if loopFrames != frames || loopError != wholeError {
+            problems.append("the event loop's way of reading gave \(loopFrames.count) frame(s) and \(String(describing: loopError)), whole reading \(frames.count) and \(String(describing: wholeError))")
         }
         if chunkedError != wholeError {
             problems.append("chunked reading ended with \(String(describing: chunkedError)), whole reading with \(String(describing: wholeError))")
