@@ -44,11 +44,21 @@ let package = Package(
         .executableTarget(name: "groser-client", dependencies: ["GroserCLI"]),
         .executableTarget(name: "groser-bench", dependencies: ["GroserBench"]),
 
+        // The fuzz harness: raw bytes through framing, decoding, the request
+        // handler and the commerce rules on a temporary SQLite store, with no
+        // socket. groser-fuzz replays files through it; tools/fuzz builds it
+        // with -DGROSER_FUZZ -sanitize=fuzzer,address as a libFuzzer target.
+        .target(name: "GroserFuzz", dependencies: ["GroserServer", "GroserStorage", "GroserWire", "GroserSystem"]),
+        .systemLibrary(name: "CLibFuzzer"),
+        .executableTarget(name: "groser-fuzz", dependencies: ["GroserFuzz", "GroserSystem", "CLibFuzzer"]),
+
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
         .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),
+        // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).
+        .testTarget(name: "GroserFuzzTests", dependencies: ["GroserFuzz", "GroserWire"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -26,6 +26,8 @@ final class Connection {
     let peer: PeerCredentials?
     /// Tells this connection from a later one that reuses its descriptor.
     let serial: UInt64
+    /// Closed with the connection, so its queued cart requests are skipped.
+    let token = ConnectionToken()
     /// Holds a frame whose rest has not arrived yet; empty otherwise.
     // Exclusivity is not checked at run time (about 80 instructions per
     // access, several per request): only the owning loop's thread touches a

@@ -312,11 +312,12 @@ final class EventLoop: @unchecked Sendable {
         let slot = connection.hold(.awaiting)
         let fd = connection.socket.descriptor
         let serial = connection.serial
-        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
+        var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
                               receivedAt: receivedAt) { [self] frame in
             inbox.withLock { $0.append((fd, serial, slot, frame)) }
             wakeup.signal()
         }
+        job.connection = connection.token
         if !commits.submit(job) {
             var out: [UInt8] = []
             ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
@@ -428,6 +429,7 @@ final class EventLoop: @unchecked Sendable {
         logger.debug("loop \(index): connection \(fd) \(reason())")
         epoll.remove(fd)
         connections[fd] = nil
+        connection.token.close()
         connection.socket.close()
         openConnections.value.subtract(1, ordering: .relaxed)
     }

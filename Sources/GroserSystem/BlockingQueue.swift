@@ -9,7 +9,10 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     // @unchecked: `items` and `closed` are only touched with `mutex` held.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Queued elements are `items[head...]`; taking moves `head` rather than
+    /// shifting the array, which made a long queue quadratic to drain.
     private var items: [Element] = []
+    private var head = 0
     private var closed = false
 
     public init() {
@@ -40,10 +43,18 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     public func take(upTo limit: Int) -> [Element] {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        while items.isEmpty && !closed { pthread_cond_wait(condition, mutex) }
-        let n = min(limit, items.count)
-        let batch = Array(items.prefix(n))
-        items.removeFirst(n)
+        while head == items.count && !closed { pthread_cond_wait(condition, mutex) }
+        let end = min(head + limit, items.count)
+        let batch = Array(items[head..<end])
+        head = end
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.capacity <= 4096)
+            head = 0
+        } else if head >= 1024 && head * 2 >= items.count {
+            // Mostly taken: drop the taken front, once per halving.
+            items.removeFirst(head)
+            head = 0
+        }
         return batch
     }
 

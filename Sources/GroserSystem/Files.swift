@@ -16,6 +16,16 @@ public enum Files {
 
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Creates a fresh directory (mode 0700) named `prefix` plus six random
+    /// characters, under `$TMPDIR` or /tmp, and returns its path.
+    public static func makeTemporaryDirectory(prefix: String) throws(Errno) -> String {
+        let base = ProcessInfo.environment("TMPDIR") ?? "/tmp"
+        var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard let made else { throw Errno.current }
+        return String(cString: made)
+    }
+
     /// True when `path` is a Unix socket.
     public static func isSocket(_ path: String) -> Bool {
         var st = stat()
@@ -25,6 +35,11 @@ public enum Files {
 
     public static func remove(_ path: String) throws(Errno) {
         _ = try syscall { unlink(path) }
+    }
+
+    /// Removes an empty directory.
+    public static func removeDirectory(_ path: String) throws(Errno) {
+        _ = try syscall { rmdir(path) }
     }
 
     /// The whole file, or nil when it does not exist.

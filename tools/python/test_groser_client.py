@@ -30,7 +30,8 @@ GROSERD = os.environ.get("GROSERD") or str(REPO / ".build" / "debug" / "groserd"
 IMAGE_BASE = "http://img.groser.test:8099"
 READY_TIMEOUT = 10.0
 EXIT_TIMEOUT = 10.0
-METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf"]
+METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
+              "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct"]
 
 
 class Daemon:

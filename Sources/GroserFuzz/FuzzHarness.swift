@@ -1,0 +1,423 @@
+import GroserServer
+import GroserStorage
+import GroserSystem
+import GroserWire
+
+/// Everything between the bytes a client sends and the frames groserd
+/// answers, run in one process with no socket: the fuzz target
+/// (`groser-fuzz`, built by `tools/fuzz`) and the regression tests call the
+/// same `run`.
+///
+/// One input is a raw byte stream as one connection would send it. It is
+/// split into frames three ways, which must agree: by `FrameDecoder` whole,
+/// by `FrameDecoder` in input-derived chunks, and as the event loop does
+/// (`Framing.firstFrame` on each chunk, the rest kept in a decoder). Each
+/// frame is read by the allocation-free reader or protobuf-c (which must
+/// agree) and goes through `RequestHandler` over the sample catalog's
+/// `EncodedCatalog`; the commerce requests it defers run through
+/// `CommerceService` against a real SQLite store, each in its own savepoint
+/// of one write transaction as `CommitQueue` runs them. The
+/// transaction is rolled back at the end, so every input starts from the same
+/// database and one input cannot change what the next one finds.
+///
+/// A crash (a trap, an ASan report) is a finding; so is every broken
+/// invariant `run` returns.
+public final class FuzzHarness {
+    /// The largest frame body the harness accepts; small, so the over-size
+    /// path is reachable from short inputs.
+    public static let maximumFrameBytes = 64 * 1024
+    /// A session the store knows, so inputs reach the cart rules (a real
+    /// session token is random and cannot be guessed by a fuzzer).
+    public static let session = "5e55105e55105e55105e55105e55105e"
+    /// Users by request id: id % 3 == 0 is root, 1 has no credentials, 2 is
+    /// an ordinary user; `adminUID` is in the admin list.
+    public static let ordinaryUID: UInt32 = 4242
+    public static let adminUID: UInt32 = 1000
+
+    /// The directory holding the temporary database.
+    public let directory: String
+    private let store: SQLiteCatalogStore
+    private let handler: RequestHandler
+    private let commerce: CommerceService
+    /// Called with one line per answered frame (request → response), when set.
+    public var trace: ((String) -> Void)?
+    /// Thrown at the end of each input's transaction to roll it back.
+    private static let rollback = "groser-fuzz: roll back this input's changes"
+
+    /// Creates the store in a fresh temporary directory and loads the sample catalog.
+    public init() throws {
+        directory = try Files.makeTemporaryDirectory(prefix: "groser-fuzz-")
+        store = try SQLiteCatalogStore(directory: directory)
+        let (catalog, version) = try store.loadCatalog()
+        let encoded = EncodedCatalog(catalog: catalog, version: version, imageBaseURL: "http://img.test",
+                                     serverVersion: ProtocolInfo.serverVersion)
+        handler = RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds())
+        // A fixed clock keeps card expiry and order times the same on every run.
+        commerce = CommerceService(adminUIDs: [Self.adminUID], imageBaseURL: "http://img.test",
+                                   yearMonth: { (2026, 6) }, unixTime: { 1_780_000_000 })
+        try store.write { (tx) throws(StorageError) in
+            try tx.createSession(Self.session, createdAtUnix: 1_780_000_000)
+        }
+    }
+
+    /// Removes the temporary database. The harness must not be used after.
+    public func removeFiles() {
+        for name in [SQLiteCatalogStore.fileName, SQLiteCatalogStore.fileName + "-wal",
+                     SQLiteCatalogStore.fileName + "-shm"] {
+            try? Files.remove(directory + "/" + name)
+        }
+        try? Files.removeDirectory(directory)
+    }
+
+    /// Runs one input; returns the invariants it broke (empty when none).
+    public func run(_ input: UnsafeRawBufferPointer) -> [String] {
+        var problems: [String] = []
+        let frames = Self.split(input, problems: &problems)
+
+        // Client-side decoding of the same bytes must not crash either.
+        for frame in frames { _ = try? Response.decode(frame) }
+
+        do {
+            try store.write { (tx) throws(StorageError) in
+                for (index, frame) in frames.enumerated() {
+                    let out = try answer(frame, tx)
+                    check(response: out, toFrame: frame, index: index, problems: &problems)
+                }
+                throw StorageError(Self.rollback)
+            }
+        } catch {
+            if error.description != Self.rollback {
+                problems.append("the store failed outside any request: \(error)")
+            }
+        }
+        return problems
+    }
+
+    /// Runs one input given as an array.
+    public func run(_ input: [UInt8]) -> [String] {
+        input.withUnsafeBytes { run($0) }
+    }
+
+    // MARK: - Framing
+
+    /// The input's frames, read whole and again in chunks; both must agree.
+    private static func split(_ input: UnsafeRawBufferPointer, problems: inout [String]) -> [[UInt8]] {
+        var whole = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 16)
+        whole.append(input)
+        var frames: [[UInt8]] = []
+        var wholeError: FrameError?
+        do {
+            while let f = try whole.next() { frames.append(Array(f)) }
+        } catch {
+            wholeError = error
+        }
+
+        // The same bytes in chunks of 1 to 37 bytes, sizes drawn from a
+        // generator seeded by the input, alternating both ways of filling
+        // the decoder, as reads split frames anywhere.
+        var chunked = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 1)
+        var chunkedFrames: [[UInt8]] = []
+        var chunkedError: FrameError?
+        var rng = SplitMix64(seed: fnv1a(input))
+        var offset = 0
+        var viaTail = false
+        feeding: while offset < input.count {
+            let n = min(Int(rng.next() % 37) + 1, input.count - offset)
+            let chunk = UnsafeRawBufferPointer(rebasing: input[offset..<(offset + n)])
+            if viaTail {
+                let written = chunked.writeTail(capacity: n) { (raw: UnsafeMutableRawBufferPointer) -> Int in
+                    raw.copyMemory(from: chunk)
+                    return n
+                }
+                if written != n { problems.append("writeTail wrote \(written) of \(n) bytes") }
+            } else {
+                chunked.append(chunk)
+            }
+            viaTail.toggle()
+            offset += n
+            do {
+                while let f = try chunked.next() { chunkedFrames.append(Array(f)) }
+            } catch {
+                chunkedError = error
+                break feeding
+            }
+        }
+        if chunkedFrames != frames {
+            problems.append("chunked reading gave \(chunkedFrames.count) frame(s), whole reading \(frames.count)")
+        }
+
+        // As the event loop reads: frames straight from each chunk with
+        // Framing.firstFrame, the unfinished rest kept in a decoder that
+        // takes the next chunks until it is empty again.
+        var kept = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 0)
+        var loopFrames: [[UInt8]] = []
+        var loopError: FrameError?
+        var loopRng = SplitMix64(seed: fnv1a(input) ^ 0x5bd1_e995)
+        offset = 0
+        reading: while offset < input.count {
+            let n = min(Int(loopRng.next() % 61) + 1, input.count - offset)
+            let chunk = UnsafeRawBufferPointer(rebasing: input[offset..<(offset + n)])
+            offset += n
+            do {
+                if kept.bufferedByteCount > 0 {
+                    kept.append(chunk)
+                    while let f = try kept.next() { loopFrames.append(Array(f)) }
+                    kept.releaseStorageIfEmpty()
+                    continue
+                }
+                var rest = chunk
+                while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: maximumFrameBytes) {
+                    loopFrames.append(Array(body))
+                    rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
+                }
+                kept.append(rest)
+            } catch {
+                loopError = error
+                break reading
+            }
+        }
+        if loopFrames != frames || loopError != wholeError {
+            problems.append("the event loop's way of reading gave \(loopFrames.count) frame(s) and \(String(describing: loopError)), whole reading \(frames.count) and \(String(describing: wholeError))")
+        }
+        if chunkedError != wholeError {
+            problems.append("chunked reading ended with \(String(describing: chunkedError)), whole reading with \(String(describing: wholeError))")
+        }
+        if wholeError == nil && chunkedError == nil && whole.bufferedByteCount != chunked.bufferedByteCount {
+            problems.append("left over: \(whole.bufferedByteCount) byte(s) whole, \(chunked.bufferedByteCount) chunked")
+        }
+        return frames
+    }
+
+    // MARK: - Answering
+
+    /// One frame's response frame, as the event loop and commit queue make
+    /// it: the allocation-free reader first, protobuf-c when it declines.
+    private func answer(_ frame: [UInt8], _ tx: any CommerceTransaction) throws(StorageError) -> [UInt8] {
+        var out: [UInt8] = []
+        let receivedAt = monotonicNanoseconds()
+        let handled = frame.withUnsafeBytes { body in
+            if let request = Request.decodeCommonMethod(body) {
+                return handler.respond(to: request, receivedAt: receivedAt, into: &out)
+            }
+            return handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+        }
+        guard case .deferred(let request) = handled else { return out }
+        // execute runs the request in its own savepoint, as the commit queue does.
+        let (outcome, _) = try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
+        switch outcome {
+        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
+        case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
+        }
+        return out
+    }
+
+    static func caller(_ id: UInt64) -> Caller {
+        switch id % 3 {
+        case 0: Caller(uid: 0)
+        case 1: Caller(uid: nil)
+        default: Caller(uid: ordinaryUID)
+        }
+    }
+
+    // MARK: - Invariants
+
+    /// One request frame gets exactly one response frame that a client can
+    /// read, with the request's id, and either an OK body in the method's own
+    /// field or an error status with a message.
+    private func check(response out: [UInt8], toFrame frame: [UInt8], index: Int, problems: inout [String]) {
+        let request = try? Request.decode(frame)
+        // The allocation-free reader must read what protobuf-c reads, or decline.
+        if let fast = frame.withUnsafeBytes({ Request.decodeCommonMethod($0) }), fast != request {
+            problems.append("frame \(index): the fast reader read \(fast), protobuf-c \(String(describing: request))")
+        }
+        if let request {
+            // Decoding is a projection: what it read encodes and decodes back to itself.
+            let again = try? Request.decode(request.encoded())
+            if again != request {
+                problems.append("frame \(index): the request does not survive encode and decode: \(request) became \(String(describing: again))")
+            }
+        }
+        // Read by hand rather than with FrameDecoder, which is under test
+        // and would copy a whole store per answer.
+        let announced = out.count < Framing.headerSize ? -1 : out[0..<Framing.headerSize].reduce(0) { $0 << 8 | Int($1) }
+        guard announced == out.count - Framing.headerSize else {
+            problems.append("frame \(index): the answer is not exactly one whole frame (\(out.count) bytes)")
+            return
+        }
+        let body = out[Framing.headerSize...]
+        guard let envelope = Envelope(body) else {
+            problems.append("frame \(index): the answer's envelope is not well-formed Protobuf")
+            return
+        }
+        // The whole store with products is a few hundred kilobytes encoded
+        // once at start-up; decoding it into Swift values on every run
+        // would make the fuzzer ten times slower, for bytes no input changes.
+        if body.count <= 32 * 1024 {
+            guard let response = try? Response.decode(body) else {
+                problems.append("frame \(index): the answer does not decode as a Response")
+                return
+            }
+            if response.id != envelope.id || response.status.code != envelope.code {
+                problems.append("frame \(index): protobuf-c and the envelope reader disagree")
+            }
+            if let request, response.status.code == .ok, !Self.bodyMatches(request.method, response.body) {
+                problems.append("frame \(index): \(request.method) answered OK with \(response.body)")
+            }
+        }
+        if let trace {
+            let status = envelope.code == .ok ? "OK" : "\(envelope.code): \(envelope.message)"
+            trace("  #\(index) \(request.map { "id \($0.id) \(FuzzSeeds.methodName($0.method))" } ?? "unreadable") → \(status)")
+        }
+        guard let request else {
+            if envelope.id != 0 || envelope.code != .invalidArgument {
+                problems.append("frame \(index): an unreadable frame got id \(envelope.id) and \(envelope.code)")
+            }
+            return
+        }
+        if envelope.id != request.id {
+            problems.append("frame \(index): request id \(request.id) answered with id \(envelope.id)")
+        }
+        if envelope.code == .ok {
+            let expected = Self.field(request.method)
+            if envelope.bodyFields != [expected].compactMap({ $0?.rawValue }) {
+                problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered OK in field(s) \(envelope.bodyFields)")
+            }
+        } else {
+            if envelope.message.isEmpty {
+                problems.append("frame \(index): status \(envelope.code) without a message")
+            }
+            if !envelope.bodyFields.isEmpty {
+                problems.append("frame \(index): an error carries a body")
+            }
+        }
+    }
+
+    /// The response field an OK answer to `method` uses.
+    static func field(_ method: RequestMethod) -> MethodField? {
+        switch method {
+        case .serverInfo: .serverInfo
+        case .listCities: .listCities
+        case .getStore: .getStore
+        case .getShelf: .getShelf
+        case .openSession: .openSession
+        case .getCart: .getCart
+        case .addItem: .addItem
+        case .setQuantity: .setQuantity
+        case .removeItem: .removeItem
+        case .clearCart: .clearCart
+        case .checkout: .checkout
+        case .listOrders: .listOrders
+        case .setProduct: .setProduct
+        case .unknown: nil
+        }
+    }
+
+    static func bodyMatches(_ method: RequestMethod, _ body: ResponseBody) -> Bool {
+        switch (method, body) {
+        case (.serverInfo, .serverInfo), (.listCities, .listCities), (.getStore, .getStore), (.getShelf, .getShelf),
+             (.openSession, .openSession), (.getCart, .cart), (.addItem, .cart), (.setQuantity, .cart),
+             (.removeItem, .cart), (.clearCart, .cart), (.checkout, .checkout), (.listOrders, .listOrders),
+             (.setProduct, .setProduct):
+            return true
+        default:
+            return false
+        }
+    }
+}
+
+/// The top level of an encoded Response read by hand: an independent
+/// reader to check the server's hand-written envelope against.
+struct Envelope {
+    var id: UInt64 = 0
+    var code = StatusCode.ok
+    var message = ""
+    /// The body fields present, in order.
+    var bodyFields: [UInt32] = []
+
+    init?(_ bytes: ArraySlice<UInt8>) {
+        var i = bytes.startIndex
+        func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < bytes.endIndex, shift < 64 {
+                let b = bytes[i]
+                i += 1
+                value |= UInt64(b & 0x7f) << shift
+                if b & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        func delimited() -> ArraySlice<UInt8>? {
+            guard let n = varint(), n <= UInt64(bytes.endIndex - i) else { return nil }
+            defer { i += Int(n) }
+            return bytes[i..<(i + Int(n))]
+        }
+        while i < bytes.endIndex {
+            guard let key = varint() else { return nil }
+            switch (key >> 3, key & 7) {
+            case (1, 0):
+                guard let v = varint() else { return nil }
+                id = v
+            case (2, 2):
+                guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
+                (code, message) = s
+            case (10...22, 2):
+                guard delimited() != nil else { return nil }
+                bodyFields.append(UInt32(key >> 3))
+            default:
+                return nil
+            }
+        }
+    }
+
+    /// Status { code = 1; message = 2 }.
+    private static func status(_ bytes: [UInt8]) -> (StatusCode, String)? {
+        var code = StatusCode.ok
+        var message = ""
+        var i = 0
+        while i < bytes.count {
+            let key = bytes[i]
+            i += 1
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                guard i < bytes.count, shift < 64 else { return nil }
+                let b = bytes[i]
+                i += 1
+                value |= UInt64(b & 0x7f) << shift
+                shift += 7
+                if b & 0x80 == 0 { break }
+            }
+            switch key {
+            case 0x08: code = StatusCode(rawValue: Int32(truncatingIfNeeded: value))
+            case 0x12:
+                guard value <= UInt64(bytes.count - i) else { return nil }
+                message = String(decoding: bytes[i..<(i + Int(value))], as: UTF8.self)
+                i += Int(value)
+            default: return nil
+            }
+        }
+        return (code, message)
+    }
+}
+
+/// FNV-1a over the input: the chunking seed.
+func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+    return h
+}
+
+/// SplitMix64: a small deterministic generator.
+struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,134 @@
+import GroserStorage
+import GroserWire
+
+/// The seed corpus: one valid framed request of every method, an empty
+/// request, and a few pipelined conversations that reach the deep paths
+/// (a successful checkout, idempotent replays, a price change). Generated
+/// from the sample catalog, written by `groser-fuzz write-seeds DIR` into
+/// `Tests/Fuzz/corpus`, and checked against that folder by the tests.
+public enum FuzzSeeds {
+    /// Seeds by file name.
+    public static func all() -> [(name: String, bytes: [UInt8])] {
+        let catalog = SampleCatalog.make()
+        let spb = catalog.stores.first { $0.uid == "store-spb-1" } ?? catalog.stores[0]
+        let products = spb.departments.flatMap(\.shelves).flatMap(\.products)
+        let inStock = products.filter { !$0.outOfStock }
+        let outOfStock = products.first { $0.outOfStock } ?? products[0]
+        let elsewhere = catalog.stores.first { $0.uid != spb.uid }!.departments[0].shelves[0].products[0]
+        let shelf = spb.departments[0].shelves[0]
+        let store = spb.uid
+        let session = FuzzHarness.session
+        let a = inStock[0].uid, b = inStock[1].uid
+        let card = PaymentCard(number: "4111 1111 1111 1111", expiryMonth: 12, expiryYear: 2030, cvc: "123",
+                               holderName: "IVAN PETROV")
+        func cart(_ key: String = "", version: UInt64 = 0) -> CartMutation {
+            CartMutation(session: session, storeUID: store, idempotencyKey: key, expectedVersion: version)
+        }
+        func frames(_ requests: [Request]) -> [UInt8] {
+            requests.flatMap { Framing.frame($0.encoded()) }
+        }
+        // Ids ≡ 0 (mod 3) run as root (see FuzzHarness.caller), so SetProduct is allowed.
+        var seeds: [(String, [UInt8])] = [
+            ("method-01-server-info", frames([Request(id: 1, method: .serverInfo)])),
+            ("method-02-list-cities", frames([Request(id: 2, method: .listCities)])),
+            ("method-03-get-store", frames([Request(id: 3, deadlineMilliseconds: 500,
+                                                    method: .getStore(selector: .cityCode("spb"), includeProducts: true))])),
+            ("method-04-get-shelf", frames([Request(id: 4, method: .getShelf(shelfUID: shelf.uid))])),
+            ("method-05-open-session", frames([Request(id: 5, method: .openSession)])),
+            ("method-06-get-cart", frames([Request(id: 6, method: .getCart(session: session, storeUID: store))])),
+            ("method-07-add-item", frames([Request(id: 7, method: .addItem(cart("k7"), productUID: a, quantity: 2))])),
+            ("method-08-set-quantity", frames([Request(id: 8, method: .setQuantity(cart(), productUID: a, quantity: 3))])),
+            ("method-09-remove-item", frames([Request(id: 9, method: .removeItem(cart(), productUID: a))])),
+            ("method-10-clear-cart", frames([Request(id: 10, method: .clearCart(cart(version: 0)))])),
+            ("method-11-checkout", frames([Request(id: 11, method: .checkout(CheckoutDetails(
+                session: session, storeUID: store, expectedVersion: 1, deliveryAddress: "Невский пр., 1",
+                card: card, idempotencyKey: "pay-11")))])),
+            ("method-12-list-orders", frames([Request(id: 12, method: .listOrders(session: session))])),
+            ("method-13-set-product", frames([Request(id: 15, method: .setProduct(
+                ProductUpdate(productUID: a, priceMinorUnits: 12_345, stock: 7)))])),
+            ("method-14-empty-request", Framing.frame([UInt8]())),
+        ]
+        seeds += [
+            ("flow-checkout", frames([
+                Request(id: 21, method: .addItem(cart("add-a"), productUID: a, quantity: 2)),
+                Request(id: 22, method: .addItem(cart("add-b", version: 1), productUID: b, quantity: 1)),
+                Request(id: 23, method: .getCart(session: session, storeUID: store)),
+                Request(id: 24, method: .checkout(CheckoutDetails(
+                    session: session, storeUID: store, expectedVersion: 2, deliveryAddress: "  Литейный пр., 10 ",
+                    card: card, idempotencyKey: "pay-1"))),
+                Request(id: 25, method: .checkout(CheckoutDetails(
+                    session: session, storeUID: store, expectedVersion: 2, deliveryAddress: "  Литейный пр., 10 ",
+                    card: card, idempotencyKey: "pay-1"))),
+                Request(id: 26, method: .listOrders(session: session)),
+            ])),
+            ("flow-cart-rules", frames([
+                Request(id: 31, method: .addItem(cart("x"), productUID: a, quantity: 98)),
+                Request(id: 32, method: .addItem(cart("x"), productUID: a, quantity: 98)),
+                Request(id: 34, method: .addItem(cart("y"), productUID: a, quantity: 2)),
+                Request(id: 35, method: .addItem(cart("x"), productUID: b, quantity: 1)),
+                Request(id: 37, method: .addItem(cart(), productUID: outOfStock.uid, quantity: 1)),
+                Request(id: 38, method: .addItem(cart(), productUID: elsewhere.uid, quantity: 1)),
+                Request(id: 40, method: .setQuantity(cart(version: 9), productUID: a, quantity: 5)),
+                Request(id: 41, method: .setQuantity(cart(), productUID: b, quantity: 0)),
+                Request(id: 43, method: .removeItem(cart(), productUID: b)),
+                Request(id: 44, method: .clearCart(cart("clear"))),
+                Request(id: 46, method: .getCart(session: "nope", storeUID: store)),
+            ])),
+            ("flow-price-change", frames([
+                Request(id: 51, method: .addItem(cart(), productUID: a, quantity: 1)),
+                Request(id: 54, method: .setProduct(ProductUpdate(productUID: a, priceMinorUnits: Int64.max / 2))),
+                Request(id: 55, method: .addItem(cart(), productUID: b, quantity: 3)),
+                Request(id: 56, method: .checkout(CheckoutDetails(
+                    session: session, storeUID: store, expectedVersion: 2, deliveryAddress: "Садовая, 5", card: card))),
+                Request(id: 58, method: .getCart(session: session, storeUID: store)),
+                Request(id: 59, method: .checkout(CheckoutDetails(
+                    session: session, storeUID: store, expectedVersion: 3, deliveryAddress: "Садовая, 5", card: card))),
+                Request(id: 60, method: .setProduct(ProductUpdate(productUID: b, stock: 0))),
+                Request(id: 61, method: .setProduct(ProductUpdate(productUID: b, priceMinorUnits: -1))),
+            ])),
+            ("flow-catalog-errors", frames([
+                Request(id: 71, method: .getStore(selector: nil, includeProducts: false)),
+                Request(id: 72, method: .getStore(selector: .cityCode("XXX"), includeProducts: false)),
+                Request(id: 73, method: .getStore(selector: .cityUID("city-msk"), includeProducts: false)),
+                Request(id: 74, method: .getStore(selector: .storeUID(store), includeProducts: false)),
+                Request(id: 75, method: .getShelf(shelfUID: "")),
+                Request(id: 76, method: .unknown),
+            ]) + Framing.frame([0x08, 0x4d, 0xfa, 0x01, 0x00]) + Framing.frame([0xff, 0xff, 0xff])),
+            ("frame-over-size", frames([Request(id: 81, method: .listCities)]) + [0xff, 0xff, 0xff, 0xff, 0x08, 0x01]),
+        ]
+        return seeds
+    }
+
+    /// The methods the seeds call, for checking that every method has one.
+    public static func methods() -> Set<String> {
+        var names: Set<String> = []
+        for (_, bytes) in all() {
+            var decoder = FrameDecoder(maximumFrameBytes: FuzzHarness.maximumFrameBytes)
+            decoder.append(bytes)
+            while let frame = try? decoder.next() {
+                guard let request = try? Request.decode(frame) else { continue }
+                names.insert(methodName(request.method))
+            }
+        }
+        return names
+    }
+
+    static func methodName(_ method: RequestMethod) -> String {
+        switch method {
+        case .serverInfo: "ServerInfo"
+        case .listCities: "ListCities"
+        case .getStore: "GetStore"
+        case .getShelf: "GetShelf"
+        case .openSession: "OpenSession"
+        case .getCart: "GetCart"
+        case .addItem: "AddItem"
+        case .setQuantity: "SetQuantity"
+        case .removeItem: "RemoveItem"
+        case .clearCart: "ClearCart"
+        case .checkout: "Checkout"
+        case .listOrders: "ListOrders"
+        case .setProduct: "SetProduct"
+        case .unknown: "none"
+        }
+    }
+}

@@ -1,0 +1,164 @@
+@testable import GroserServer
+import GroserStorage
+import GroserSystem
+import GroserWire
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The commit queue's promises: every request it takes gets exactly one
+/// answer, even when the store fails in the middle of a batch; requests of a
+/// closed connection are not run; at shutdown,
+/// queued requests are dropped unrun (their clients saw no answer, which
+/// means "not executed").
+@Suite("commit queue")
+struct CommitQueueTests {
+    /// A store whose transactions count what they run and can fail the Nth savepoint.
+    final class FakeStore: CommerceStore, CatalogStore, @unchecked Sendable {
+        // @unchecked: counters behind a Mutex.
+        let counts = Mutex((savepoints: 0, sessions: 0, writes: 0))
+        let failSavepoint: Int?
+
+        init(failSavepoint: Int? = nil) { self.failSavepoint = failSavepoint }
+
+        func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
+            counts.withLock { $0.writes += 1 }
+            return try body(FakeTransaction(store: self))
+        }
+
+        func loadCatalog() throws(StorageError) -> (catalog: Catalog, version: UInt64) {
+            (Catalog(cities: [], stores: []), 1)
+        }
+
+        func catalogVersion() throws(StorageError) -> UInt64 { 1 }
+    }
+
+    struct FakeTransaction: CommerceTransaction {
+        let store: FakeStore
+        func savepoint() throws(StorageError) {
+            let n = store.counts.withLock { $0.savepoints += 1; return $0.savepoints }
+            if n == store.failSavepoint { throw StorageError("disk full (fake)") }
+        }
+        func rollbackToSavepoint() throws(StorageError) {}
+        func releaseSavepoint() throws(StorageError) {}
+        func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
+            store.counts.withLock { $0.sessions += 1 }
+        }
+        func sessionExists(_ token: String) throws(StorageError) -> Bool { false }
+        func storeCityCode(_ storeUID: String) throws(StorageError) -> String? { nil }
+        func product(_ uid: String) throws(StorageError) -> ProductRecord? { nil }
+        func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? { nil }
+        func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord? { nil }
+        func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord {
+            CartRecord(id: 1, version: 0, lines: [])
+        }
+        func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {}
+        func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {}
+        func deleteAllLines(cartID: Int64) throws(StorageError) {}
+        func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {}
+        func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer? { nil }
+        func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError) {}
+        func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {}
+        func updateProduct(_ update: ProductUpdate) throws(StorageError) {}
+        func bumpCatalogVersion() throws(StorageError) -> UInt64 { 2 }
+        func insertOrder(_ draft: OrderDraft) throws(StorageError) -> Order {
+            throw StorageError("not in this fake")
+        }
+        func orders(session: String) throws(StorageError) -> [Order] { [] }
+    }
+
+    /// Answers by request id.
+    final class Replies: Sendable {
+        let frames = Mutex<[UInt64: [UInt8]]>([:])
+        func job(_ id: UInt64, connection: ConnectionToken? = nil) -> CommerceJob {
+            var job = CommerceJob(request: Request(id: id, method: .openSession), caller: Caller(uid: 1000),
+                                  receivedAt: monotonicNanoseconds()) { [self] frame in
+                frames.withLock { $0[id] = frame }
+            }
+            job.connection = connection
+            return job
+        }
+        /// Waits up to 5 s for `count` answers.
+        func wait(for count: Int) -> [UInt64: [UInt8]] {
+            let deadline = monotonicNanoseconds() + 5_000_000_000
+            while frames.withLock({ $0.count }) < count && monotonicNanoseconds() < deadline {
+                usleep(2_000)
+            }
+            return frames.withLock { $0 }
+        }
+    }
+
+    func makeQueue(_ store: FakeStore) throws -> CommitQueue {
+        let catalog = try CatalogService(store: store, imageBaseURL: "http://img.test")
+        return CommitQueue(store: store, service: CommerceService(adminUIDs: [], imageBaseURL: "http://img.test"),
+                           catalog: catalog, logger: .silent)
+    }
+
+    static func status(_ frame: [UInt8]?) -> StatusCode? {
+        guard let frame, frame.count >= 4, let r = try? Response.decode(frame[4...]) else { return nil }
+        return r.status.code
+    }
+
+    @Test func aStoreFailureMidBatchStillAnswersEveryRequest() throws {
+        let store = FakeStore(failSavepoint: 2)
+        let queue = try makeQueue(store)
+        let replies = Replies()
+        // Queued before the thread starts, so all three form one batch.
+        for id in 1...3 { #expect(queue.submit(replies.job(UInt64(id)))) }
+        try queue.start()
+        let answers = replies.wait(for: 3)
+        queue.stop()
+        #expect(answers.count == 3, "requests after the failing one got no answer")
+        for id in 1...3 {
+            #expect(Self.status(answers[UInt64(id)]) == .unavailable, "request \(id)")
+        }
+    }
+
+    @Test func requestsOfAClosedConnectionAreNotRun() throws {
+        let store = FakeStore()
+        let queue = try makeQueue(store)
+        let replies = Replies()
+        let gone = ConnectionToken()
+        gone.close()
+        #expect(queue.submit(replies.job(1, connection: gone)))
+        #expect(queue.submit(replies.job(2, connection: ConnectionToken())))
+        try queue.start()
+        let answers = replies.wait(for: 1)
+        queue.stop()
+        #expect(answers.keys.sorted() == [2])
+        #expect(Self.status(answers[2]) == .ok)
+        #expect(store.counts.withLock { $0.sessions } == 1)
+    }
+
+    @Test func stopDropsQueuedRequestsUnrun() throws {
+        let store = FakeStore()
+        let queue = try makeQueue(store)
+        let replies = Replies()
+        for id in 1...3 { #expect(queue.submit(replies.job(UInt64(id)))) }
+        queue.stop()
+        #expect(!queue.submit(replies.job(4)), "a stopped queue takes nothing")
+        #expect(replies.frames.withLock { $0.isEmpty })
+        #expect(store.counts.withLock { $0.writes } == 0)
+    }
+
+    /// Taking in batches from a long queue keeps order and loses nothing
+    /// (taking moves an index; the array is compacted now and then).
+    @Test func blockingQueueKeepsOrderAcrossBatches() {
+        let queue = BlockingQueue<Int>()
+        for i in 0..<5000 { queue.put(i) }
+        var taken: [Int] = []
+        for i in 5000..<6000 {
+            taken += queue.take(upTo: 7)
+            queue.put(i)
+        }
+        queue.close()
+        while true {
+            let batch = queue.take(upTo: 512)
+            if batch.isEmpty { break }
+            taken += batch
+        }
+        #expect(taken == Array(0..<6000))
+    }
+}
