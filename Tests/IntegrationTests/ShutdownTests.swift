@@ -44,6 +44,7 @@ struct ShutdownTests {
                                 problems.add("connection \(index): \(r.status)")
                             }
                             answered += 1
+                            if answered == 1 { results.increment("first") }
                         } catch {
                             // A read error after the close is fine; a decode error is not.
                             if !(error is Errno) { problems.add("connection \(index): \(error)") }
@@ -58,7 +59,10 @@ struct ShutdownTests {
             }
         }
         threads.forEach { $0.start() }
-        usleep(300_000)
+        // SIGTERM once every client is in the middle of pipelining.
+        let deadline = Date().addingTimeInterval(30)
+        while results.value("first") < connections.count && Date() < deadline { usleep(10_000) }
+        usleep(100_000)
         let started = Date()
         #expect(daemon.terminate() == 0)
         #expect(Date().timeIntervalSince(started) < 5, "exits within 5 s")
