@@ -134,7 +134,7 @@ def run_attack(kind: str, c: g.Conn, rng: random.Random, valid: list[bytes], cou
         c.send(data)
         counters.add(kind, len(data))
         # Expected: Response {id 0, RESOURCE_EXHAUSTED}, then the server
-        # closes; a reset instead of the answer is allowed (PROTOCOL.md §8).
+        # closes; a reset instead of the answer is allowed (PROTOCOL.md §11).
         try:
             resp = c.recv_response()
         except g.ConnectionClosed:
