@@ -44,34 +44,6 @@ public struct CartRecord: Sendable, Hashable {
     }
 }
 
-/// What checkout writes as an order (the number is assigned by the store).
-public struct OrderDraft: Sendable {
-    public var session: String
-    public var storeUID: String
-    public var cityCode: String
-    public var lines: [OrderLine]
-    public var total: Money
-    public var cardBrand: String
-    public var cardLast4: String
-    public var createdAtUnix: Int64
-    public var deliveryAddress: String
-    public var holderName: String
-
-    public init(session: String, storeUID: String, cityCode: String, lines: [OrderLine], total: Money,
-                cardBrand: String, cardLast4: String, createdAtUnix: Int64, deliveryAddress: String, holderName: String) {
-        self.session = session
-        self.storeUID = storeUID
-        self.cityCode = cityCode
-        self.lines = lines
-        self.total = total
-        self.cardBrand = cardBrand
-        self.cardLast4 = cardLast4
-        self.createdAtUnix = createdAtUnix
-        self.deliveryAddress = deliveryAddress
-        self.holderName = holderName
-    }
-}
-
 /// A stored answer to an idempotent request.
 public struct IdempotentAnswer: Sendable, Hashable {
     /// What the first request asked, to tell a retry from a key reused for something else.
@@ -123,7 +95,9 @@ public protocol CommerceTransaction {
     /// Bumps and returns the catalog version (caches are keyed on it).
     func bumpCatalogVersion() throws(StorageError) -> UInt64
 
-    func insertOrder(_ draft: OrderDraft) throws(StorageError) -> Order
+    /// Stores `order` for `session` and returns it with its number assigned
+    /// (the number given is ignored).
+    func insertOrder(_ order: Order, session: String) throws(StorageError) -> Order
     /// Newest first.
     func orders(session: String) throws(StorageError) -> [Order]
 }

@@ -176,11 +176,11 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         return UInt64(s.int(0))
     }
 
-    func insertOrder(_ d: OrderDraft) throws(StorageError) -> Order {
+    func insertOrder(_ d: Order, session: String) throws(StorageError) -> Order {
         try db.cached("""
             INSERT INTO orders(session, store_uid, city_code, total_minor, currency, card_brand, card_last4,
                                created_at, delivery_address, holder_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).bind(.text(d.session), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
+            """).bind(.text(session), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
                       .text(d.total.currency), .text(d.cardBrand), .text(d.cardLast4), .integer(d.createdAtUnix),
                       .text(d.deliveryAddress), .text(d.holderName)).run()
         let id = db.lastInsertRowID
@@ -189,9 +189,9 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
             try line.bind(.integer(id), .integer(Int64(i)), .text(l.productUID), .text(l.name),
                           .integer(l.unitPrice.minorUnits), .integer(Int64(l.quantity)), .integer(l.lineTotal.minorUnits)).run()
         }
-        return Order(number: Self.orderNumber(id), storeUID: d.storeUID, cityCode: d.cityCode, lines: d.lines,
-                     total: d.total, cardBrand: d.cardBrand, cardLast4: d.cardLast4, createdAtUnix: d.createdAtUnix,
-                     deliveryAddress: d.deliveryAddress, holderName: d.holderName)
+        var order = d
+        order.number = Self.orderNumber(id)
+        return order
     }
 
     static func orderNumber(_ id: Int64) -> String {

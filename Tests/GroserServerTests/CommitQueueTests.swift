@@ -63,7 +63,7 @@ struct CommitQueueTests {
         func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {}
         func updateProduct(_ update: ProductUpdate) throws(StorageError) {}
         func bumpCatalogVersion() throws(StorageError) -> UInt64 { 2 }
-        func insertOrder(_ draft: OrderDraft) throws(StorageError) -> Order {
+        func insertOrder(_ order: Order, session: String) throws(StorageError) -> Order {
             throw StorageError("not in this fake")
         }
         func orders(session: String) throws(StorageError) -> [Order] { [] }

@@ -300,12 +300,12 @@ public struct CommerceService: Sendable {
             try tx.decrementStock(productUID: line.productUID, by: line.quantity)
             if p.stock == line.quantity { stockedOut = true }
         }
-        let order = try tx.insertOrder(OrderDraft(
-            session: d.session, storeUID: d.storeUID, cityCode: cityCode,
+        let order = try tx.insertOrder(Order(
+            number: "", storeUID: d.storeUID, cityCode: cityCode,
             lines: cart.lines.map { OrderLine(productUID: $0.productUID, name: $0.name, unitPrice: $0.unitPrice,
                                               quantity: $0.quantity, lineTotal: $0.lineTotal) },
             total: cart.subtotal, cardBrand: card.brand, cardLast4: card.last4, createdAtUnix: unixTime(),
-            deliveryAddress: address, holderName: holder))
+            deliveryAddress: address, holderName: holder), session: d.session)
         try tx.deleteAllLines(cartID: record.id)
         try tx.setCartVersion(cartID: record.id, record.version + 1)
         // A product that sold out changes what the catalog shows.
