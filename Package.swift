@@ -21,6 +21,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
         .systemLibrary(name: "CLinux"),
         .target(name: "CGroserProto", dependencies: ["CProtobufC"]),
 
@@ -30,7 +35,8 @@ let package = Package(
         // Every syscall: sockets, epoll, signals, errno.
         .target(name: "GroserSystem", dependencies: ["CLinux"]),
         // Storage behind the CatalogStore protocol; SQLite is the embedded store.
-        .target(name: "GroserStorage", dependencies: ["GroserWire", "CSQLite"]),
+        // Session tokens are kept as BLAKE2b hashes (libsodium).
+        .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium"]),
         // Request handling (pure) and the event loops that move frames.
         .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage"]),
         // The client library other packages depend on.

@@ -53,12 +53,18 @@ public final class FuzzHarness {
                                      serverVersion: ProtocolInfo.serverVersion)
         handler = RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds())
         // A fixed clock keeps card expiry and order times the same on every run.
-        commerce = CommerceService(adminUIDs: [Self.adminUID], imageBaseURL: "http://img.test",
+        // The largest line groserd allows (--max-quantity), so counts and
+        // totals can reach their arithmetic limits.
+        commerce = CommerceService(limits: CartLimits(maximumQuantity: Self.maximumQuantity),
+                                   adminUIDs: [Self.adminUID], imageBaseURL: "http://img.test",
                                    yearMonth: { (2026, 6) }, unixTime: { 1_780_000_000 })
         try store.write { (tx) throws(StorageError) in
-            try tx.createSession(Self.session, createdAtUnix: 1_780_000_000)
+            try tx.createSession(SessionKey(token: Self.session), createdAtUnix: 1_780_000_000)
         }
     }
+
+    /// The harness's --max-quantity: groserd's largest.
+    public static let maximumQuantity: UInt32 = 2_000_000_000
 
     /// Removes the temporary database. The harness must not be used after.
     public func removeFiles() {

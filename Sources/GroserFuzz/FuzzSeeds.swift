@@ -94,6 +94,15 @@ public enum FuzzSeeds {
                 Request(id: 75, method: .getShelf(shelfUID: "")),
                 Request(id: 76, method: .unknown),
             ]) + Framing.frame([0x08, 0x4d, 0xfa, 0x01, 0x00]) + Framing.frame([0xff, 0xff, 0xff])),
+            // Three lines of the largest quantity: the cart's item count
+            // passes UInt32.max (groserd trapped on it once).
+            ("flow-count-overflow", frames([
+                Request(id: 91, method: .addItem(cart(), productUID: a, quantity: FuzzHarness.maximumQuantity)),
+                Request(id: 92, method: .addItem(cart(), productUID: b, quantity: FuzzHarness.maximumQuantity)),
+                Request(id: 93, method: .addItem(cart(), productUID: inStock[2].uid, quantity: FuzzHarness.maximumQuantity)),
+                Request(id: 94, method: .addItem(cart(), productUID: a, quantity: FuzzHarness.maximumQuantity)),
+                Request(id: 95, method: .getCart(session: session, storeUID: store)),
+            ])),
             ("frame-over-size", frames([Request(id: 81, method: .listCities)]) + [0xff, 0xff, 0xff, 0xff, 0x08, 0x01]),
         ]
         return seeds

@@ -68,9 +68,11 @@ public protocol CommerceTransaction {
     func rollbackToSavepoint() throws(StorageError)
     func releaseSavepoint() throws(StorageError)
 
-    func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError)
-    /// The stored session token equal to `token`, compared in constant time.
-    func sessionExists(_ token: String) throws(StorageError) -> Bool
+    /// Stores a new session by its key (the token itself is never stored).
+    func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError)
+    /// True when a session with this key exists (looked up by the key,
+    /// compared in constant time).
+    func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool
 
     /// The store's city code, or nil when there is no such store.
     func storeCityCode(_ storeUID: String) throws(StorageError) -> String?
@@ -78,16 +80,16 @@ public protocol CommerceTransaction {
     /// The product as the catalog serves it (image URL still relative), and its stock.
     func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)?
 
-    func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord?
-    func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord
+    func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord?
+    func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord
     /// Inserts or replaces one line (one line per product).
     func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError)
     func deleteLine(cartID: Int64, productUID: String) throws(StorageError)
     func deleteAllLines(cartID: Int64) throws(StorageError)
     func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError)
 
-    func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer?
-    func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError)
+    func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer?
+    func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError)
 
     /// Takes `quantity` off the product's stock; the caller checked there is enough.
     func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError)
@@ -97,9 +99,9 @@ public protocol CommerceTransaction {
 
     /// Stores `order` for `session` and returns it with its number assigned
     /// (the number given is ignored).
-    func insertOrder(_ order: Order, session: String) throws(StorageError) -> Order
+    func insertOrder(_ order: Order, session: SessionKey) throws(StorageError) -> Order
     /// Newest first.
-    func orders(session: String) throws(StorageError) -> [Order]
+    func orders(session: SessionKey) throws(StorageError) -> [Order]
 }
 
 /// Where carts, sessions and orders live.

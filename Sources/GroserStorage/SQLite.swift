@@ -41,6 +41,41 @@ final class SQLiteConnection {
         }
     }
 
+    /// Throws a readable error when the database cannot be written (a
+    /// read-only file or file system), so groserd refuses to start instead
+    /// of answering every later write with an error.
+    func checkWritable(_ path: String) throws(StorageError) {
+        let why: String
+        if sqlite3_db_readonly(handle, "main") == 1 {
+            why = "SQLite opened it read-only"
+        } else {
+            do {
+                try execute("BEGIN IMMEDIATE")
+                try execute("ROLLBACK")
+                return
+            } catch {
+                why = error.description
+            }
+        }
+        throw StorageError("the database \(path) cannot be written (\(why)); groserd needs to write it: check its mode, owner and file system")
+    }
+
+    /// Makes `groser_session_key(token)` (a token's `SessionKey`) callable
+    /// from SQL, for the migration that hashes stored tokens.
+    func registerSessionKeyFunction() throws(StorageError) {
+        let rc = sqlite3_create_function_v2(
+            handle, "groser_session_key", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil,
+            { context, count, values in
+                guard count == 1, let value = values?[0], let text = sqlite3_value_text(value) else {
+                    sqlite3_result_null(context)
+                    return
+                }
+                let key = SessionKey(token: String(cString: text))
+                sqlite3_result_text(context, key.hex, -1, transient)
+            }, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw StorageError("SQLite cannot register groser_session_key: \(lastError)") }
+    }
+
     /// Statements prepared once and kept for the connection's life: the
     /// cart path runs the same few statements for every request.
     private var cache: [String: SQLiteStatement] = [:]

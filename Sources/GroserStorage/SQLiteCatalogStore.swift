@@ -1,4 +1,6 @@
+import GroserSystem
 import GroserWire
+import Synchronization
 
 /// The embedded store: one SQLite database file in WAL mode. On first open
 /// of an empty database it creates the schema and loads the built-in sample
@@ -6,7 +8,7 @@ import GroserWire
 public final class SQLiteCatalogStore: CatalogStore {
     /// The database file's name inside the data directory.
     public static let fileName = "groser.sqlite3"
-    static let schemaVersion: Int64 = 2
+    static let schemaVersion: Int64 = 3
 
     let connection: SerializedConnection
     /// The database file's path.
@@ -16,6 +18,22 @@ public final class SQLiteCatalogStore: CatalogStore {
     /// - Parameter seedSampleCatalog: load the sample catalog into an empty database.
     public init(path: String, seedSampleCatalog: Bool = true) throws(StorageError) {
         self.path = path
+        // The database holds addresses, order details and session keys: it
+        // is created 0600 (SQLite gives its -wal and -shm files the same
+        // mode), and files of an older groserd are narrowed to 0600.
+        if !Files.exists(path) {
+            do { try Files.createIfMissing(path, mode: 0o600) } catch {
+                throw StorageError("cannot create the database \(path): \(error)")
+            }
+        }
+        // SQLite would open a file it cannot write read-only, and every
+        // later write would fail: refuse now, with the reason.
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        for (what, file) in [("database", path), ("data directory", directory.isEmpty ? "/" : directory)] {
+            if let denial = Files.writeDenial(file) {
+                throw StorageError("the \(what) \(file) cannot be written (\(denial)); groserd needs to write it: check its mode, owner and file system")
+            }
+        }
         let db = try SQLiteConnection(path: path)
         // WAL with synchronous=FULL: a commit is on disk before it returns,
         // so an acknowledged write survives a crash of the daemon.
@@ -24,7 +42,39 @@ public final class SQLiteCatalogStore: CatalogStore {
         if seedSampleCatalog, try Self.isEmpty(db) {
             try Self.insert(SampleCatalog.make(), into: db)
         }
+        try db.checkWritable(path)
+        for file in Self.files(of: path) where Files.exists(file) {
+            do {
+                if try Files.mode(file) & 0o077 != 0 { try Files.changeMode(file, to: 0o600) }
+            } catch {
+                throw StorageError("cannot make \(file) private (mode 0600): \(error)")
+            }
+        }
+        guard let identity = Files.identity(path) else {
+            throw StorageError("the database \(path) vanished as it was opened")
+        }
+        self.identity = identity
         connection = SerializedConnection(db)
+    }
+
+    /// The database file and the files SQLite keeps beside it.
+    public static func files(of path: String) -> [String] { [path, path + "-wal", path + "-shm", path + "-journal"] }
+
+    /// The file opened at start. When `path` names another file (or none),
+    /// the database was deleted or replaced while groserd ran: writes to the
+    /// open file would be lost at the next start, so none is taken.
+    let identity: FileIdentity
+    let lost = Atomic<Bool>(false)
+
+    /// Throws, from the first time it is noticed on, when the database file
+    /// is no longer the one opened.
+    func checkStillInPlace() throws(StorageError) {
+        if !lost.load(ordering: .relaxed) {
+            guard Files.identity(path) != identity else { return }
+            lost.store(true, ordering: .relaxed)
+        }
+        throw StorageError("the database file \(path) was deleted or replaced while groserd ran; "
+                           + "groserd takes no more writes (a restart opens the file that is there now)")
     }
 
     /// Opens `groser.sqlite3` in `directory`.
@@ -37,6 +87,8 @@ public final class SQLiteCatalogStore: CatalogStore {
         let stmt = try db.prepare("PRAGMA user_version")
         _ = try stmt.step()
         var version = stmt.int(0)
+        // A statement left mid-run would keep DROP TABLE from running.
+        stmt.reset()
         guard version <= schemaVersion else {
             throw StorageError("the database has schema version \(version), newer than this groserd's \(schemaVersion)")
         }
@@ -46,6 +98,7 @@ public final class SQLiteCatalogStore: CatalogStore {
                 switch from {
                 case 0: try createCatalogTables(db)
                 case 1: try migrateToCommerce(db)
+                case 2: try migrateToHashedSessions(db)
                 default: break
                 }
                 try db.execute("PRAGMA user_version = \(from + 1)")

@@ -2,11 +2,16 @@ import GroserWire
 
 extension SQLiteCatalogStore: CommerceStore {
     public func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
-        try connection.withLock { (db) throws(StorageError) -> T in
+        try checkStillInPlace()
+        let result = try connection.withLock { (db) throws(StorageError) -> T in
             try db.transaction { () throws(StorageError) -> T in
                 try body(SQLiteCommerceTransaction(db: db))
             }
         }
+        // Deleted while the batch committed: its changes went to a file
+        // nobody will open again, so they are not acknowledged.
+        try checkStillInPlace()
+        return result
     }
 
     static func migrateToCommerce(_ db: SQLiteConnection) throws(StorageError) {
@@ -38,17 +43,22 @@ extension SQLiteCatalogStore: CommerceStore {
     }
 }
 
-/// A session token's first 8 characters: looked up by index, while the rest
-/// is compared in constant time, so lookups leak nothing useful by timing.
-func sessionSelector(_ token: String) -> String { String(token.prefix(8)) }
-
-/// Compares two byte strings in time that depends only on their lengths.
-public func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-    let x = Array(a.utf8), y = Array(b.utf8)
-    guard x.count == y.count else { return false }
-    var diff: UInt8 = 0
-    for i in 0..<x.count { diff |= x[i] ^ y[i] }
-    return diff == 0
+extension SQLiteCatalogStore {
+    /// Schema 3: sessions are kept by the hash of their token. Every column
+    /// that held a token (sessions, carts, idempotency, orders) now holds
+    /// its `SessionKey`; sessions open before the upgrade keep working.
+    static func migrateToHashedSessions(_ db: SQLiteConnection) throws(StorageError) {
+        try db.registerSessionKeyFunction()
+        try db.execute("""
+        CREATE TABLE sessions_v3(token_hash TEXT PRIMARY KEY, created_at INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT OR IGNORE INTO sessions_v3 SELECT groser_session_key(token), created_at FROM sessions;
+        DROP TABLE sessions;
+        ALTER TABLE sessions_v3 RENAME TO sessions;
+        UPDATE carts SET session = groser_session_key(session);
+        UPDATE idempotency SET session = groser_session_key(session);
+        UPDATE orders SET session = groser_session_key(session);
+        """)
+    }
 }
 
 final class SQLiteCommerceTransaction: CommerceTransaction {
@@ -63,16 +73,15 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
     func releaseSavepoint() throws(StorageError) { try db.cached("RELEASE request").run() }
 
-    func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
-        try db.cached("INSERT INTO sessions VALUES (?, ?, ?)")
-            .bind(.text(sessionSelector(token)), .text(token), .integer(createdAtUnix)).run()
+    func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError) {
+        try db.cached("INSERT INTO sessions(token_hash, created_at) VALUES (?, ?)")
+            .bind(.text(key.hex), .integer(createdAtUnix)).run()
     }
 
-    func sessionExists(_ token: String) throws(StorageError) -> Bool {
-        let s = try db.cached("SELECT token FROM sessions WHERE selector = ?").bind(.text(sessionSelector(token)))
-        var found = false
-        while try s.step() { found = constantTimeEquals(s.text(0), token) || found }
-        return found
+    func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool {
+        let s = try db.cached("SELECT token_hash FROM sessions WHERE token_hash = ?").bind(.text(key.hex))
+        guard try s.step() else { return false }
+        return SessionKey(storedHex: s.text(0)).matches(key)
     }
 
     func storeCityCode(_ storeUID: String) throws(StorageError) -> String? {
@@ -101,9 +110,9 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         return (SQLiteCatalogStore.product(p), UInt32(clamping: p.int(9)))
     }
 
-    func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord? {
+    func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord? {
         let c = try db.cached("SELECT id, version FROM carts WHERE session = ? AND store_uid = ?")
-            .bind(.text(session), .text(storeUID))
+            .bind(.text(session.hex), .text(storeUID))
         guard try c.step() else { return nil }
         let id = c.int(0)
         let version = UInt64(c.int(1))
@@ -116,8 +125,8 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         return CartRecord(id: id, version: version, lines: lines)
     }
 
-    func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord {
-        try db.cached("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session), .text(storeUID)).run()
+    func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord {
+        try db.cached("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session.hex), .text(storeUID)).run()
         return CartRecord(id: db.lastInsertRowID, version: 0, lines: [])
     }
 
@@ -144,16 +153,16 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         try db.cached("UPDATE carts SET version = ? WHERE id = ?").bind(.integer(Int64(version)), .integer(cartID)).run()
     }
 
-    func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer? {
+    func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer? {
         let s = try db.cached("SELECT fingerprint, field, body FROM idempotency WHERE session = ? AND key = ?")
-            .bind(.text(session), .text(key))
+            .bind(.text(session.hex), .text(key))
         guard try s.step() else { return nil }
         return IdempotentAnswer(fingerprint: s.text(0), field: UInt32(clamping: s.int(1)), body: s.blob(2))
     }
 
-    func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError) {
+    func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError) {
         try db.cached("INSERT INTO idempotency VALUES (?, ?, ?, ?, ?)")
-            .bind(.text(session), .text(key), .text(answer.fingerprint), .integer(Int64(answer.field)), .blob(answer.body)).run()
+            .bind(.text(session.hex), .text(key), .text(answer.fingerprint), .integer(Int64(answer.field)), .blob(answer.body)).run()
     }
 
     func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {
@@ -176,11 +185,11 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         return UInt64(s.int(0))
     }
 
-    func insertOrder(_ d: Order, session: String) throws(StorageError) -> Order {
+    func insertOrder(_ d: Order, session: SessionKey) throws(StorageError) -> Order {
         try db.cached("""
             INSERT INTO orders(session, store_uid, city_code, total_minor, currency, card_brand, card_last4,
                                created_at, delivery_address, holder_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).bind(.text(session), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
+            """).bind(.text(session.hex), .text(d.storeUID), .text(d.cityCode), .integer(d.total.minorUnits),
                       .text(d.total.currency), .text(d.cardBrand), .text(d.cardLast4), .integer(d.createdAtUnix),
                       .text(d.deliveryAddress), .text(d.holderName)).run()
         let id = db.lastInsertRowID
@@ -199,11 +208,11 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         return "G-" + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 
-    func orders(session: String) throws(StorageError) -> [Order] {
+    func orders(session: SessionKey) throws(StorageError) -> [Order] {
         let o = try db.cached("""
             SELECT id, store_uid, city_code, total_minor, currency, card_brand, card_last4, created_at,
                    delivery_address, holder_name FROM orders WHERE session = ? ORDER BY id DESC
-            """).bind(.text(session))
+            """).bind(.text(session.hex))
         var orders: [(Int64, Order)] = []
         while try o.step() {
             let currency = o.text(4)

@@ -33,6 +33,44 @@ public enum Files {
         return (st.st_mode & S_IFMT) == S_IFSOCK
     }
 
+    /// Which file `path` names now (device and inode, not following a
+    /// final symlink), or nil when nothing is there. A file deleted or
+    /// replaced behind a process's back has another identity, or none.
+    public static func identity(_ path: String) -> FileIdentity? {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return nil }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    /// The permission bits of the file `path` names (following symlinks).
+    public static func mode(_ path: String) throws(Errno) -> mode_t {
+        var st = stat()
+        _ = try syscall { stat(path, &st) }
+        return st.st_mode & 0o7777
+    }
+
+    /// Why this process may not write `path` (access(2) with W_OK: mode,
+    /// owner, a read-only file system), or nil when it may.
+    public static func writeDenial(_ path: String) -> Errno? {
+        access(path, W_OK) == 0 ? nil : Errno.current
+    }
+
+    public static func changeMode(_ path: String, to mode: mode_t) throws(Errno) {
+        _ = try syscall { chmod(path, mode) }
+    }
+
+    /// Creates an empty file with `mode` when nothing exists at `path`, so
+    /// that a library that creates it later (with its own wider default)
+    /// finds it with the right mode.
+    public static func createIfMissing(_ path: String, mode: mode_t) throws(Errno) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        if fd < 0 {
+            if errno == EEXIST { return }
+            throw Errno.current
+        }
+        _ = close(fd)
+    }
+
     public static func remove(_ path: String) throws(Errno) {
         _ = try syscall { unlink(path) }
     }
@@ -85,6 +123,12 @@ public enum Files {
         let dfd = open(dir.isEmpty ? "." : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 { _ = fsync(dfd); _ = close(dfd) }
     }
+}
+
+/// A file's device and inode numbers.
+public struct FileIdentity: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
 }
 
 /// The process's environment and identity.

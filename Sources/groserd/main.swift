@@ -32,14 +32,22 @@ let server: Server
 let signals: TerminationSignals
 do {
     try Files.makeDirectories(config.dataDirectory, mode: 0o700)
+    // The data directory holds customers' orders: only groserd's user may
+    // list or enter it, whatever an older version or the umask left.
+    if try Files.mode(config.dataDirectory) & 0o077 != 0 {
+        logger.warning("narrowing the data directory \(config.dataDirectory) to mode 0700")
+        try Files.changeMode(config.dataDirectory, to: 0o700)
+    }
     let store = try SQLiteCatalogStore(directory: config.dataDirectory)
     logger.info("data in \(store.path)")
     let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
     let created = Server(config: config, service: service, commerceStore: store, logger: logger)
-    signals = TerminationSignals { [logger] name in
+    signals = TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
         created.shutdown()
-    }
+    }, ignored: { [logger] name in
+        logger.info("received \(name); ignored (groserd logs to standard error and has no log file to reopen)")
+    })
     try created.start()
     server = created
 } catch {

@@ -160,7 +160,7 @@ private final class Shop {
     }
 
     func orders(_ session: String) throws -> [Order] {
-        try look { (tx) throws(StorageError) -> [Order] in try tx.orders(session: session) }
+        try look { (tx) throws(StorageError) -> [Order] in try tx.orders(session: SessionKey(token: session)) }
     }
 }
 
@@ -388,7 +388,7 @@ struct CommerceServiceTests {
         let c = try shop.getCart(s)
         #expect(c.lines.isEmpty && c.version == 0 && c.itemCount == 0 && c.subtotal.minorUnits == 0)
         #expect(c.currency == "RUB" && c.storeUID == shop.storeUID)
-        #expect(try shop.look { (tx) throws(StorageError) -> CartRecord? in try tx.cart(session: s, storeUID: shop.storeUID) } == nil)
+        #expect(try shop.look { (tx) throws(StorageError) -> CartRecord? in try tx.cart(session: SessionKey(token: s), storeUID: shop.storeUID) } == nil)
         expectRefused(try shop.run(.getCart(session: s, storeUID: "store-nope")), .notFound)
         expectRefused(try shop.run(.getCart(session: "", storeUID: shop.storeUID)), .unauthenticated)
         expectRefused(try shop.run(.getCart(session: String(repeating: "f", count: 32), storeUID: shop.storeUID)), .unauthenticated)
@@ -517,7 +517,7 @@ struct CommerceServiceTests {
         }
         // The stored answer (the order) has the last four digits only.
         let answer = try #require(try shop.look { (tx) throws(StorageError) -> IdempotentAnswer? in
-            try tx.idempotentAnswer(session: s, key: "pay-1")
+            try tx.idempotentAnswer(session: SessionKey(token: s), key: "pay-1")
         })
         let stored = String(decoding: answer.body, as: UTF8.self)
         #expect(!stored.contains(digits) && !stored.contains(number) && !stored.contains(cvc))
@@ -598,7 +598,7 @@ struct CommerceServiceTests {
             #expect(token.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) },
                     "\(token) is lower-case hex")
             #expect(seen.insert(token).inserted, "tokens differ")
-            #expect(try shop.look { (tx) throws(StorageError) -> Bool in try tx.sessionExists(token) })
+            #expect(try shop.look { (tx) throws(StorageError) -> Bool in try tx.sessionExists(SessionKey(token: token)) })
             #expect(try shop.getCart(token).lines.isEmpty)
         }
     }

@@ -43,30 +43,30 @@ struct CommitQueueTests {
         }
         func rollbackToSavepoint() throws(StorageError) {}
         func releaseSavepoint() throws(StorageError) {}
-        func createSession(_ token: String, createdAtUnix: Int64) throws(StorageError) {
+        func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError) {
             store.counts.withLock { $0.sessions += 1 }
         }
-        func sessionExists(_ token: String) throws(StorageError) -> Bool { false }
+        func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool { false }
         func storeCityCode(_ storeUID: String) throws(StorageError) -> String? { nil }
         func product(_ uid: String) throws(StorageError) -> ProductRecord? { nil }
         func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? { nil }
-        func cart(session: String, storeUID: String) throws(StorageError) -> CartRecord? { nil }
-        func createCart(session: String, storeUID: String) throws(StorageError) -> CartRecord {
+        func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord? { nil }
+        func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord {
             CartRecord(id: 1, version: 0, lines: [])
         }
         func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {}
         func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {}
         func deleteAllLines(cartID: Int64) throws(StorageError) {}
         func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {}
-        func idempotentAnswer(session: String, key: String) throws(StorageError) -> IdempotentAnswer? { nil }
-        func saveIdempotentAnswer(session: String, key: String, _ answer: IdempotentAnswer) throws(StorageError) {}
+        func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer? { nil }
+        func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError) {}
         func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {}
         func updateProduct(_ update: ProductUpdate) throws(StorageError) {}
         func bumpCatalogVersion() throws(StorageError) -> UInt64 { 2 }
-        func insertOrder(_ order: Order, session: String) throws(StorageError) -> Order {
+        func insertOrder(_ order: Order, session: SessionKey) throws(StorageError) -> Order {
             throw StorageError("not in this fake")
         }
-        func orders(session: String) throws(StorageError) -> [Order] { [] }
+        func orders(session: SessionKey) throws(StorageError) -> [Order] { [] }
     }
 
     /// Answers by request id.

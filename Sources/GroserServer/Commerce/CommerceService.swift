@@ -102,19 +102,20 @@ public struct CommerceService: Sendable {
     }
 
     private func run(_ method: RequestMethod, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
+        if let refusal = FieldLimits.violation(in: method) { throw refusal }
         switch method {
         case .openSession:
             let token: String
             do { token = try KernelRandom.hex(16) } catch {
                 throw Refusal(.unavailable, "The kernel gave no random bytes for a session token: \(error).")
             }
-            try tx.createSession(token, createdAtUnix: unixTime())
+            try tx.createSession(SessionKey(token: token), createdAtUnix: unixTime())
             return (.ok(.openSession, BodyEncoder.openSession(token)), false)
 
         case .getCart(let session, let storeUID):
-            try checkSession(session, tx)
+            let key = try checkSession(session, tx)
             try checkStore(storeUID, tx)
-            guard var record = try tx.cart(session: session, storeUID: storeUID) else {
+            guard var record = try tx.cart(session: key, storeUID: storeUID) else {
                 return (.ok(.getCart, BodyEncoder.cart(emptyCart(storeUID))), false)
             }
             let cart = try build(record, storeUID: storeUID, tx)
@@ -140,9 +141,9 @@ public struct CommerceService: Sendable {
                 }
                 let p = try orderable(product, storeUID: m.storeUID, tx)
                 if let line = record.lines.first(where: { $0.productUID == product }) {
-                    let total = line.quantity + quantity
-                    guard total <= limits.maximumQuantity else {
-                        throw Refusal(.failedPrecondition, "That would make \(total) of \(p.name); a line holds at most \(limits.maximumQuantity).")
+                    let (total, overflow) = line.quantity.addingReportingOverflow(quantity)
+                    guard !overflow, total <= limits.maximumQuantity else {
+                        throw Refusal(.failedPrecondition, "That would make \(UInt64(line.quantity) + UInt64(quantity)) of \(p.name); a line holds at most \(limits.maximumQuantity).")
                     }
                     try tx.setLine(cartID: record.id, CartLineRecord(productUID: product, quantity: total,
                                                                      seenPriceMinorUnits: line.seenPriceMinorUnits))
@@ -187,8 +188,8 @@ public struct CommerceService: Sendable {
             return try checkout(d, tx)
 
         case .listOrders(let session):
-            try checkSession(session, tx)
-            return (.ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: session))), false)
+            let key = try checkSession(session, tx)
+            return (.ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: key))), false)
 
         case .setProduct(let update):
             return try setProduct(update, caller: caller, tx)
@@ -204,25 +205,25 @@ public struct CommerceService: Sendable {
     /// idempotency, the version check, the change, the new version, the answer.
     private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: String, _ tx: any CommerceTransaction,
                         change: (CartRecord) throws -> Void) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
-        try checkSession(m.session, tx)
+        let session = try checkSession(m.session, tx)
         try checkStore(m.storeUID, tx)
         let print = "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint)"
-        if let replay = try replay(session: m.session, key: m.idempotencyKey, fingerprint: print, tx) {
+        if let replay = try replay(session: session, key: m.idempotencyKey, fingerprint: print, tx) {
             return (replay, false)
         }
-        var record = try tx.cart(session: m.session, storeUID: m.storeUID)
-            ?? tx.createCart(session: m.session, storeUID: m.storeUID)
+        var record = try tx.cart(session: session, storeUID: m.storeUID)
+            ?? tx.createCart(session: session, storeUID: m.storeUID)
         if m.expectedVersion != 0 && m.expectedVersion != record.version {
             throw Refusal(.aborted, "The cart is at version \(record.version), not \(m.expectedVersion); fetch it and try again.")
         }
         try change(record)
         record.version += 1
         try tx.setCartVersion(cartID: record.id, record.version)
-        guard let updated = try tx.cart(session: m.session, storeUID: m.storeUID) else {
+        guard let updated = try tx.cart(session: session, storeUID: m.storeUID) else {
             throw Refusal(.internal, "The cart vanished while it was being changed.")
         }
         let body = BodyEncoder.cart(try build(updated, storeUID: m.storeUID, tx))
-        try remember(session: m.session, key: m.idempotencyKey, fingerprint: print, field: field, body: body, tx)
+        try remember(session: session, key: m.idempotencyKey, fingerprint: print, field: field, body: body, tx)
         return (.ok(field, body), false)
     }
 
@@ -250,7 +251,7 @@ public struct CommerceService: Sendable {
     // MARK: Checkout
 
     private func checkout(_ d: CheckoutDetails, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
-        try checkSession(d.session, tx)
+        let session = try checkSession(d.session, tx)
         try checkStore(d.storeUID, tx)
         let cityCode = try tx.storeCityCode(d.storeUID) ?? ""
         let address = d.deliveryAddress.trimmingCharacters
@@ -260,7 +261,7 @@ public struct CommerceService: Sendable {
         // the card's last four digits only.
         let last4 = String(d.card.number.filter(\.isNumber).suffix(4))
         let print = "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(address)|\(last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(holder)"
-        if let replay = try replay(session: d.session, key: d.idempotencyKey, fingerprint: print, tx) {
+        if let replay = try replay(session: session, key: d.idempotencyKey, fingerprint: print, tx) {
             return (replay, false)
         }
         let card: CardSummary
@@ -273,7 +274,7 @@ public struct CommerceService: Sendable {
         guard d.expectedVersion != 0 else {
             throw Refusal(.invalidArgument, "Checkout needs the version of the cart the customer confirmed.")
         }
-        guard let record = try tx.cart(session: d.session, storeUID: d.storeUID), !record.lines.isEmpty else {
+        guard let record = try tx.cart(session: session, storeUID: d.storeUID), !record.lines.isEmpty else {
             throw Refusal(.failedPrecondition, "The cart is empty; there is nothing to check out.")
         }
         guard record.version == d.expectedVersion else {
@@ -305,13 +306,13 @@ public struct CommerceService: Sendable {
             lines: cart.lines.map { OrderLine(productUID: $0.productUID, name: $0.name, unitPrice: $0.unitPrice,
                                               quantity: $0.quantity, lineTotal: $0.lineTotal) },
             total: cart.subtotal, cardBrand: card.brand, cardLast4: card.last4, createdAtUnix: unixTime(),
-            deliveryAddress: address, holderName: holder), session: d.session)
+            deliveryAddress: address, holderName: holder), session: session)
         try tx.deleteAllLines(cartID: record.id)
         try tx.setCartVersion(cartID: record.id, record.version + 1)
         // A product that sold out changes what the catalog shows.
         if stockedOut { _ = try tx.bumpCatalogVersion() }
         let body = BodyEncoder.checkout(order)
-        try remember(session: d.session, key: d.idempotencyKey, fingerprint: print, field: .checkout, body: body, tx)
+        try remember(session: session, key: d.idempotencyKey, fingerprint: print, field: .checkout, body: body, tx)
         return (.ok(.checkout, body), stockedOut)
     }
 
@@ -344,13 +345,17 @@ public struct CommerceService: Sendable {
 
     // MARK: Shared checks
 
-    private func checkSession(_ session: String, _ tx: any CommerceTransaction) throws {
+    /// The session's storage key, when the token names a session.
+    @discardableResult
+    private func checkSession(_ session: String, _ tx: any CommerceTransaction) throws -> SessionKey {
         guard !session.isEmpty else {
             throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.")
         }
-        guard try tx.sessionExists(session) else {
+        let key = SessionKey(token: session)
+        guard try tx.sessionExists(key) else {
             throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
         }
+        return key
     }
 
     private func checkStore(_ storeUID: String, _ tx: any CommerceTransaction) throws {
@@ -361,7 +366,7 @@ public struct CommerceService: Sendable {
     }
 
     /// The stored answer of an earlier request with this key, or nil.
-    private func replay(session: String, key: String, fingerprint: String, _ tx: any CommerceTransaction) throws -> CommerceOutcome? {
+    private func replay(session: SessionKey, key: String, fingerprint: String, _ tx: any CommerceTransaction) throws -> CommerceOutcome? {
         guard !key.isEmpty, let answer = try tx.idempotentAnswer(session: session, key: key) else { return nil }
         guard answer.fingerprint == fingerprint, let field = MethodField(rawValue: answer.field) else {
             throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(key))\" was already used for a different request.")
@@ -369,7 +374,7 @@ public struct CommerceService: Sendable {
         return .ok(field, answer.body)
     }
 
-    private func remember(session: String, key: String, fingerprint: String, field: MethodField, body: [UInt8],
+    private func remember(session: SessionKey, key: String, fingerprint: String, field: MethodField, body: [UInt8],
                           _ tx: any CommerceTransaction) throws {
         guard !key.isEmpty else { return }
         try tx.saveIdempotentAnswer(session: session, key: key,
@@ -400,7 +405,11 @@ public struct CommerceService: Sendable {
                 throw Refusal(.failedPrecondition, "The cart's total is too large to compute.")
             }
             subtotal = sum
-            items += r.quantity
+            let (count, overflow3) = items.addingReportingOverflow(r.quantity)
+            guard !overflow3 else {
+                throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
+            }
+            items = count
             let changed = r.seenPriceMinorUnits != p.price.minorUnits
             lines.append(CartLine(
                 productUID: p.uid, name: p.name, unitPrice: p.price, quantity: r.quantity,
