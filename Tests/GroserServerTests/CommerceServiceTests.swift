@@ -444,6 +444,18 @@ struct CommerceServiceTests {
         #expect(try shop.getCart(s) == ten)
     }
 
+    @Test("removing a product: an empty uid is refused alike; one not in the cart is NOT_FOUND for RemoveItem, a no-op for SetQuantity 0")
+    func removalOfProductsNotInTheCart() throws {
+        let shop = try Shop()
+        let s = try shop.openSession()
+        expectRefused(try shop.run(.removeItem(shop.mutation(s), productUID: "")), .invalidArgument)
+        expectRefused(try shop.run(.setQuantity(shop.mutation(s), productUID: "", quantity: 0)), .invalidArgument)
+        for uid in ["prd-nope", shop.foreignProduct.uid, shop.products[0].uid] {
+            expectRefused(try shop.run(.removeItem(shop.mutation(s), productUID: uid)), .notFound)
+            #expect(try shop.cart(.setQuantity(shop.mutation(s), productUID: uid, quantity: 0)).lines.isEmpty)
+        }
+    }
+
     @Test("a cart holds at most the configured number of lines")
     func lineLimit() throws {
         let shop = try Shop(CommerceService(limits: CartLimits(maximumLines: 3), adminUIDs: [], imageBaseURL: imageBase))

@@ -154,6 +154,7 @@ public struct CommerceService: Sendable {
 
         case .setQuantity(let m, let product, let quantity):
             return try mutate(.setQuantity, m, fingerprint: "set|\(product)|\(quantity)", tx) { record in
+                try requireProductUID(product)
                 guard quantity <= limits.maximumQuantity else {
                     throw Refusal(.invalidArgument, "The quantity must be 0 to \(limits.maximumQuantity), not \(quantity).")
                 }
@@ -173,6 +174,7 @@ public struct CommerceService: Sendable {
 
         case .removeItem(let m, let product):
             return try mutate(.removeItem, m, fingerprint: "remove|\(product)", tx) { record in
+                try requireProductUID(product)
                 guard record.lines.contains(where: { $0.productUID == product }) else {
                     throw Refusal(.notFound, "The product \"\(clip(product))\" is not in the cart.")
                 }
@@ -235,9 +237,15 @@ public struct CommerceService: Sendable {
                                                          seenPriceMinorUnits: p.price.minorUnits))
     }
 
+    /// Every cart method refuses an empty product uid alike, also
+    /// where the product need not exist (SetQuantity 0, RemoveItem).
+    private func requireProductUID(_ uid: String) throws {
+        guard !uid.isEmpty else { throw Refusal(.invalidArgument, "The product uid is empty.") }
+    }
+
     /// The product, when it exists in this store and is in stock.
     private func orderable(_ uid: String, storeUID: String, _ tx: any CommerceTransaction) throws -> ProductRecord {
-        guard !uid.isEmpty else { throw Refusal(.invalidArgument, "The product uid is empty.") }
+        try requireProductUID(uid)
         guard let p = try tx.product(uid) else {
             throw Refusal(.invalidArgument, "No product has the uid \"\(clip(uid))\".")
         }
