@@ -300,7 +300,9 @@ final class EventLoop: @unchecked Sendable {
             _ = connection.hold(.ready(frame))
             return
         }
-        if CommerceService.handles(request.method) {
+        // Held answers are made by `RequestHandler.respond` when their turn
+        // comes, which refuses id 0; only a cart request is submitted now.
+        if CommerceService.handles(request.method) && request.id != 0 {
             submit(request, connection, receivedAt: receivedAt)
         } else {
             _ = connection.hold(.later(request, receivedAt: receivedAt))

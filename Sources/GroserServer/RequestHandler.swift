@@ -37,6 +37,18 @@ public struct RequestHandler: Sendable {
         return respond(to: request, receivedAt: receivedAt, into: &out)
     }
 
+    /// True when the request has id 0, which clients may not use: it marks
+    /// frames the server sends unasked, and an answer with id 0 could not be
+    /// told from one. Then its refusal is appended (with id 0: the client
+    /// sent no other).
+    public static func refusedForReservedID(_ request: Request, into out: inout [UInt8]) -> Bool {
+        guard request.id == 0 else { return false }
+        ResponseFrameWriter.appendStatus(
+            id: 0, status: Status(.invalidArgument, "Request ids start at 1; id 0 is reserved for frames the server sends unasked."),
+            to: &out)
+        return true
+    }
+
     /// True when a request's deadline passed; then its answer is appended.
     public static func expired(_ request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Bool {
         guard request.deadlineMilliseconds != 0 else { return false }
@@ -51,6 +63,7 @@ public struct RequestHandler: Sendable {
 
     /// Answers one decoded request, or hands it back as deferred.
     public func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
+        if Self.refusedForReservedID(request, into: &out) { return .answered }
         if Self.expired(request, receivedAt: receivedAt, into: &out) { return .answered }
         if CommerceService.handles(request.method) { return .deferred(request) }
         answerCatalog(request, into: &out)

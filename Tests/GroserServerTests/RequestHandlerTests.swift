@@ -243,10 +243,22 @@ struct RequestHandlerTests {
         #expect(r.body == .none)
     }
 
-    @Test func anEmptyFrameIsUnimplementedWithID0() throws {
+    @Test func anEmptyFrameHasID0AndIsRefused() throws {
         let r = try respond(toFrame: [])
         #expect(r.id == 0)
-        #expect(r.status.code == .unimplemented)
+        #expect(r.status.code == .invalidArgument)
+        #expect(r.status.message.contains("id 0 is reserved"))
+    }
+
+    @Test(arguments: [RequestMethod.serverInfo, .listCities, .openSession,
+                      .getCart(session: "0123456789abcdef0123456789abcdef", storeUID: "store-spb-1")])
+    func aRequestWithID0IsRefusedWhateverItsMethod(method: RequestMethod) throws {
+        var out: [UInt8] = []
+        let handler = RequestHandler(catalog: encodedSample, startedAtNanoseconds: monotonicNanoseconds())
+        let handled = handler.respond(to: Request(id: 0, method: method), receivedAt: monotonicNanoseconds(), into: &out)
+        guard case .answered = handled else { Issue.record("id 0 was deferred to the commit queue"); return }
+        let r = try #require(try responses(in: out).first)
+        #expect(r.id == 0 && r.status.code == .invalidArgument && r.body == .none)
     }
 
     @Test(arguments: [

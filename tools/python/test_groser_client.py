@@ -384,12 +384,12 @@ def test_unknown_method(daemon):
         assert c.server_info().protocol_version == 1
 
 
-def test_empty_frame_is_unimplemented(daemon):
-    """A zero-length frame decodes as an empty Request: id 0, no method."""
+def test_empty_frame_is_refused_for_its_id_0(daemon):
+    """A zero-length frame decodes as an empty Request: id 0, which clients may not use."""
     with daemon.client() as c:
         c.send_raw(encode_frame(b""))
         resp = c.read_response()
-        assert (resp.id, raw_error(resp)) == (0, StatusCode.UNIMPLEMENTED)
+        assert (resp.id, raw_error(resp)) == (0, StatusCode.INVALID_ARGUMENT)
         assert c.server_info().protocol_version == 1
 
 
