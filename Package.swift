@@ -38,7 +38,7 @@ let package = Package(
         // Session tokens are kept as BLAKE2b hashes (libsodium).
         .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium"]),
         // Request handling (pure) and the event loops that move frames.
-        .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage"]),
+        .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage", "CSodium"]),
         // The client library other packages depend on.
         .target(name: "GroserClient", dependencies: ["GroserWire", "GroserSystem"]),
         // groser-client's commands, output formats and argument parsing.

@@ -502,6 +502,96 @@ void   groser__v1__get_shelf_response__free_unpacked
   assert(message->base.descriptor == &groser__v1__get_shelf_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   groser__v1__list_products_request__init
+                     (Groser__V1__ListProductsRequest         *message)
+{
+  static const Groser__V1__ListProductsRequest init_value = GROSER__V1__LIST_PRODUCTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t groser__v1__list_products_request__get_packed_size
+                     (const Groser__V1__ListProductsRequest *message)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__list_products_request__pack
+                     (const Groser__V1__ListProductsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__list_products_request__pack_to_buffer
+                     (const Groser__V1__ListProductsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ListProductsRequest *
+       groser__v1__list_products_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ListProductsRequest *)
+     protobuf_c_message_unpack (&groser__v1__list_products_request__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__list_products_request__free_unpacked
+                     (Groser__V1__ListProductsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__list_products_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__list_products_response__init
+                     (Groser__V1__ListProductsResponse         *message)
+{
+  static const Groser__V1__ListProductsResponse init_value = GROSER__V1__LIST_PRODUCTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t groser__v1__list_products_response__get_packed_size
+                     (const Groser__V1__ListProductsResponse *message)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__list_products_response__pack
+                     (const Groser__V1__ListProductsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__list_products_response__pack_to_buffer
+                     (const Groser__V1__ListProductsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__list_products_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ListProductsResponse *
+       groser__v1__list_products_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ListProductsResponse *)
+     protobuf_c_message_unpack (&groser__v1__list_products_response__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__list_products_response__free_unpacked
+                     (Groser__V1__ListProductsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__list_products_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor groser__v1__status__field_descriptors[2] =
 {
   {
@@ -553,7 +643,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[15] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[16] =
 {
   {
     "id",
@@ -735,6 +825,18 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[15]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "list_products",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, list_products),
+    &groser__v1__list_products_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -747,6 +849,7 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   0,   /* field[0] = id */
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
+  15,   /* field[15] = list_products */
   6,   /* field[6] = open_session */
   10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
@@ -757,7 +860,7 @@ static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 15 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -767,14 +870,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  15,
+  16,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[15] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[16] =
 {
   {
     "id",
@@ -956,6 +1059,18 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[15
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "list_products",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, list_products),
+    &groser__v1__list_products_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -967,6 +1082,7 @@ static const unsigned groser__v1__response__field_indices_by_name[] = {
   0,   /* field[0] = id */
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
+  15,   /* field[15] = list_products */
   6,   /* field[6] = open_session */
   10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
@@ -978,7 +1094,7 @@ static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 15 }
+  { 0, 16 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -988,7 +1104,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  15,
+  16,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,
@@ -1172,7 +1288,7 @@ const ProtobufCMessageDescriptor groser__v1__list_cities_response__descriptor =
   (ProtobufCMessageInit) groser__v1__list_cities_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__get_store_request__field_descriptors[4] =
+static const ProtobufCFieldDescriptor groser__v1__get_store_request__field_descriptors[5] =
 {
   {
     "city_code",
@@ -1222,17 +1338,30 @@ static const ProtobufCFieldDescriptor groser__v1__get_store_request__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "known_store_version",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetStoreRequest, known_store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__get_store_request__field_indices_by_name[] = {
   0,   /* field[0] = city_code */
   1,   /* field[1] = city_uid */
   3,   /* field[3] = include_products */
+  4,   /* field[4] = known_store_version */
   2,   /* field[2] = store_uid */
 };
 static const ProtobufCIntRange groser__v1__get_store_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor groser__v1__get_store_request__descriptor =
 {
@@ -1242,14 +1371,14 @@ const ProtobufCMessageDescriptor groser__v1__get_store_request__descriptor =
   "Groser__V1__GetStoreRequest",
   "groser.v1",
   sizeof(Groser__V1__GetStoreRequest),
-  4,
+  5,
   groser__v1__get_store_request__field_descriptors,
   groser__v1__get_store_request__field_indices_by_name,
   1,  groser__v1__get_store_request__number_ranges,
   (ProtobufCMessageInit) groser__v1__get_store_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__get_store_response__field_descriptors[3] =
+static const ProtobufCFieldDescriptor groser__v1__get_store_response__field_descriptors[5] =
 {
   {
     "store",
@@ -1287,16 +1416,42 @@ static const ProtobufCFieldDescriptor groser__v1__get_store_response__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "store_version",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetStoreResponse, store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "not_modified",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetStoreResponse, not_modified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__get_store_response__field_indices_by_name[] = {
   2,   /* field[2] = catalog_version */
   1,   /* field[1] = city */
+  4,   /* field[4] = not_modified */
   0,   /* field[0] = store */
+  3,   /* field[3] = store_version */
 };
 static const ProtobufCIntRange groser__v1__get_store_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 3 }
+  { 0, 5 }
 };
 const ProtobufCMessageDescriptor groser__v1__get_store_response__descriptor =
 {
@@ -1306,14 +1461,14 @@ const ProtobufCMessageDescriptor groser__v1__get_store_response__descriptor =
   "Groser__V1__GetStoreResponse",
   "groser.v1",
   sizeof(Groser__V1__GetStoreResponse),
-  3,
+  5,
   groser__v1__get_store_response__field_descriptors,
   groser__v1__get_store_response__field_indices_by_name,
   1,  groser__v1__get_store_response__number_ranges,
   (ProtobufCMessageInit) groser__v1__get_store_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__get_shelf_request__field_descriptors[1] =
+static const ProtobufCFieldDescriptor groser__v1__get_shelf_request__field_descriptors[2] =
 {
   {
     "shelf_uid",
@@ -1327,14 +1482,27 @@ static const ProtobufCFieldDescriptor groser__v1__get_shelf_request__field_descr
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "known_store_version",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetShelfRequest, known_store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__get_shelf_request__field_indices_by_name[] = {
+  1,   /* field[1] = known_store_version */
   0,   /* field[0] = shelf_uid */
 };
 static const ProtobufCIntRange groser__v1__get_shelf_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 1 }
+  { 0, 2 }
 };
 const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descriptor =
 {
@@ -1344,14 +1512,14 @@ const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descriptor =
   "Groser__V1__GetShelfRequest",
   "groser.v1",
   sizeof(Groser__V1__GetShelfRequest),
-  1,
+  2,
   groser__v1__get_shelf_request__field_descriptors,
   groser__v1__get_shelf_request__field_indices_by_name,
   1,  groser__v1__get_shelf_request__number_ranges,
   (ProtobufCMessageInit) groser__v1__get_shelf_request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__get_shelf_response__field_descriptors[4] =
+static const ProtobufCFieldDescriptor groser__v1__get_shelf_response__field_descriptors[6] =
 {
   {
     "shelf",
@@ -1401,17 +1569,43 @@ static const ProtobufCFieldDescriptor groser__v1__get_shelf_response__field_desc
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "store_version",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetShelfResponse, store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "not_modified",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetShelfResponse, not_modified),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__get_shelf_response__field_indices_by_name[] = {
   3,   /* field[3] = catalog_version */
   2,   /* field[2] = department_uid */
+  5,   /* field[5] = not_modified */
   0,   /* field[0] = shelf */
   1,   /* field[1] = store_uid */
+  4,   /* field[4] = store_version */
 };
 static const ProtobufCIntRange groser__v1__get_shelf_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 4 }
+  { 0, 6 }
 };
 const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor =
 {
@@ -1421,11 +1615,165 @@ const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor =
   "Groser__V1__GetShelfResponse",
   "groser.v1",
   sizeof(Groser__V1__GetShelfResponse),
-  4,
+  6,
   groser__v1__get_shelf_response__field_descriptors,
   groser__v1__get_shelf_response__field_indices_by_name,
   1,  groser__v1__get_shelf_response__number_ranges,
   (ProtobufCMessageInit) groser__v1__get_shelf_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__list_products_request__field_descriptors[4] =
+{
+  {
+    "store_uid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsRequest, store_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "shelf_uid",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsRequest, shelf_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__list_products_request__field_indices_by_name[] = {
+  2,   /* field[2] = page_size */
+  3,   /* field[3] = page_token */
+  1,   /* field[1] = shelf_uid */
+  0,   /* field[0] = store_uid */
+};
+static const ProtobufCIntRange groser__v1__list_products_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor groser__v1__list_products_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ListProductsRequest",
+  "ListProductsRequest",
+  "Groser__V1__ListProductsRequest",
+  "groser.v1",
+  sizeof(Groser__V1__ListProductsRequest),
+  4,
+  groser__v1__list_products_request__field_descriptors,
+  groser__v1__list_products_request__field_indices_by_name,
+  1,  groser__v1__list_products_request__number_ranges,
+  (ProtobufCMessageInit) groser__v1__list_products_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__list_products_response__field_descriptors[4] =
+{
+  {
+    "products",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__ListProductsResponse, n_products),
+    offsetof(Groser__V1__ListProductsResponse, products),
+    &groser__v1__product__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsResponse, store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "total_size",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListProductsResponse, total_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__list_products_response__field_indices_by_name[] = {
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = products */
+  2,   /* field[2] = store_version */
+  3,   /* field[3] = total_size */
+};
+static const ProtobufCIntRange groser__v1__list_products_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor groser__v1__list_products_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ListProductsResponse",
+  "ListProductsResponse",
+  "Groser__V1__ListProductsResponse",
+  "groser.v1",
+  sizeof(Groser__V1__ListProductsResponse),
+  4,
+  groser__v1__list_products_response__field_descriptors,
+  groser__v1__list_products_response__field_indices_by_name,
+  1,  groser__v1__list_products_response__number_ranges,
+  (ProtobufCMessageInit) groser__v1__list_products_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue groser__v1__status_code__enum_values_by_number[17] =

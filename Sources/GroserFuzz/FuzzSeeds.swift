@@ -47,6 +47,13 @@ public enum FuzzSeeds {
             ("method-13-set-product", frames([Request(id: 15, method: .setProduct(
                 ProductUpdate(productUID: a, priceMinorUnits: 12_345, stock: 7)))])),
             ("method-14-empty-request", Framing.frame([UInt8]())),
+            ("method-15-list-products", frames([
+                Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
+                Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),
+                Request(id: 18, method: .listProducts(ProductPageRequest(storeUID: store, pageToken: "p1.AAAAAAAAAAEAAAAHAAAAAAAAAAAAAAAAAAAAAA"))),
+                Request(id: 19, method: .getStore(selector: .storeUID(store), includeProducts: false, knownStoreVersion: 1)),
+                Request(id: 20, method: .getShelf(shelfUID: shelf.uid, knownStoreVersion: 1)),
+            ])),
         ]
         seeds += [
             ("flow-checkout", frames([
@@ -128,6 +135,7 @@ public enum FuzzSeeds {
         case .listCities: "ListCities"
         case .getStore: "GetStore"
         case .getShelf: "GetShelf"
+        case .listProducts: "ListProducts"
         case .openSession: "OpenSession"
         case .getCart: "GetCart"
         case .addItem: "AddItem"

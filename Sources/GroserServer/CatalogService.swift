@@ -1,42 +1,92 @@
 import GroserStorage
 import GroserSystem
 
-/// The catalog every loop serves from: the current `EncodedCatalog`, swapped
-/// whole when the catalog version changes.
+/// The catalog every loop serves from: the current `EncodedCatalog`. A
+/// change replaces only the segments it touched: the shelves storage marks
+/// as changed are read and re-encoded, every other shelf and store is shared
+/// with the previous version. The change is then published as a
+/// `CatalogChange` to whoever subscribed (watchers, a search index, other
+/// hosts).
 public final class CatalogService: Sendable {
     private let store: any CatalogStore
     private let imageBaseURL: String
     private let encoded: Locked<EncodedCatalog>
+    private let subscribers = Locked<[@Sendable (CatalogChange) -> Void]>([])
+    private let counters = Locked(Counters())
     /// When the daemon started, for ServerInfo's uptime.
     public let startedAt: UInt64
+
+    /// What the change path has done since start.
+    public struct Counters: Sendable, Hashable {
+        /// Shelves encoded: at a whole load and one per changed shelf.
+        public var shelvesEncoded = 0
+        /// Whole loads of the catalog (the first included).
+        public var fullLoads = 0
+        /// Changes applied by re-encoding only their shelves.
+        public var incrementalChanges = 0
+        /// The shelves of the last incremental change.
+        public var lastChangedShelves: [String] = []
+    }
 
     public init(store: any CatalogStore, imageBaseURL: String) throws(StorageError) {
         self.store = store
         self.imageBaseURL = imageBaseURL
         self.startedAt = monotonicNanoseconds()
-        encoded = Locked(try Self.encode(store, imageBaseURL))
+        let first = try Self.encode(store, imageBaseURL)
+        encoded = Locked(first)
+        counters.withLock { $0.fullLoads = 1; $0.shelvesEncoded = Self.shelfCount(first) }
         Allocator.returnFreeMemory()
     }
 
-    /// Loads and encodes the catalog; the decoded form is dropped on return.
+    /// Loads and encodes the whole catalog; the decoded form is dropped on return.
     private static func encode(_ store: any CatalogStore, _ imageBaseURL: String) throws(StorageError) -> EncodedCatalog {
         let (catalog, version) = try store.loadCatalog()
         return EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
                               serverVersion: ProtocolInfo.serverVersion)
     }
 
+    private static func shelfCount(_ c: EncodedCatalog) -> Int {
+        c.stores.values.reduce(0) { $0 + $1.departments.reduce(0) { $0 + $1.shelves.count } }
+    }
+
     /// The catalog to answer from now.
     public var current: EncodedCatalog { encoded.withLock { $0 } }
 
-    /// Reloads and re-encodes the catalog when storage has a newer version.
-    /// Returns true when it changed.
+    public var stats: Counters { counters.withLock { $0 } }
+
+    /// Calls `handler` with every later change, on the thread that applied it.
+    public func subscribe(_ handler: @escaping @Sendable (CatalogChange) -> Void) {
+        subscribers.withLock { $0.append(handler) }
+    }
+
+    /// Brings the served catalog to storage's version: re-encodes the shelves
+    /// changed since the current version (the whole catalog when a change
+    /// altered a store's layout). Returns true when it changed. Called by the
+    /// one thread that commits catalog changes.
     @discardableResult
     public func refresh() throws(StorageError) -> Bool {
-        let version = try store.catalogVersion()
-        if version == current.version { return false }
-        let next = try Self.encode(store, imageBaseURL)
-        encoded.withLock { $0 = next }
-        Allocator.returnFreeMemory()
+        let old = current
+        let (version, shelves) = try store.loadChangedShelves(since: old.version)
+        if version == old.version { return false }
+        let change: CatalogChange
+        if let (next, applied) = old.replacing(shelves: shelves, version: version) {
+            encoded.withLock { $0 = next }
+            counters.withLock {
+                $0.incrementalChanges += 1
+                $0.shelvesEncoded += shelves.count
+                $0.lastChangedShelves = shelves.keys.sorted()
+            }
+            change = applied
+        } else {
+            let next = try Self.encode(store, imageBaseURL)
+            encoded.withLock { $0 = next }
+            counters.withLock { $0.fullLoads += 1; $0.shelvesEncoded += Self.shelfCount(next) }
+            Allocator.returnFreeMemory()
+            change = CatalogChange(catalogVersion: next.version, stores: next.stores.values.map {
+                StoreChange(storeUID: $0.uid, storeVersion: $0.version, shelfUIDs: [])
+            }.sorted { $0.storeUID < $1.storeUID }, reloaded: true)
+        }
+        for handler in subscribers.withLock({ $0 }) { handler(change) }
         return true
     }
 }

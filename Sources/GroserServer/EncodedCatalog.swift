@@ -1,75 +1,362 @@
 import GroserStorage
 import GroserWire
 
-/// One catalog version, indexed and with every response body encoded once.
-/// Immutable: event loops share it; a catalog change builds a new one.
+/// One shelf's products, encoded once: the `Shelf` message (uid, name,
+/// product_count, products) that GetShelf and GetStore send as it is, and
+/// where each product's own encoding lies in it, for ListProducts' pages.
+/// A price or stock change re-encodes the one shelf it touches.
+public final class ShelfSegment: Sendable {
+    public let uid: String
+    public let name: String
+    public let productCount: Int
+    /// The encoded `Shelf` message, products included.
+    let message: [UInt8]
+    /// Each product's `Product` message inside `message`: its start and length.
+    let productRanges: [ProductRange]
+
+    struct ProductRange: Sendable {
+        var start: UInt32
+        var count: UInt32
+    }
+
+    /// Encodes `shelf` (its products already sorted and with absolute image URLs).
+    init(_ shelf: Shelf) {
+        uid = shelf.uid
+        name = shelf.name
+        productCount = shelf.products.count
+        // The message is the shelf's own fields, then each product as field 4,
+        // written here from the products' encodings so their offsets are known.
+        var head = shelf
+        head.products = []
+        head.productCount = UInt32(clamping: shelf.products.count)
+        var out = BodyEncoder.shelf(head)
+        var ranges: [ProductRange] = []
+        ranges.reserveCapacity(shelf.products.count)
+        for p in shelf.products {
+            let bytes = BodyEncoder.product(p)
+            ProtoWriter.appendTag(field: 4, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+            ProtoWriter.appendVarint(UInt64(bytes.count), to: &out)
+            ranges.append(ProductRange(start: UInt32(out.count), count: UInt32(bytes.count)))
+            out.append(contentsOf: bytes)
+        }
+        message = out
+        productRanges = ranges
+    }
+}
+
+/// One store's part of the catalog: its GetStore body without products,
+/// and its departments' shelves as segments, with the version of the store.
+public final class StoreSegments: Sendable {
+    public let uid: String
+    public let cityUID: String
+    /// Grows whenever anything this store shows changes: the catalog version
+    /// of its last change (or of the load), so it survives a restart.
+    public let version: UInt64
+    /// Changes only when the store's list of products changes (products
+    /// added, removed or renamed), not with prices or stock: page tokens
+    /// stay good across price changes.
+    public let layoutVersion: UInt64
+    /// GetStore's body without products, less the versions (appended per answer).
+    let summaryBody: [UInt8]
+    /// `Store.summary` (field 1), encoded with its tag.
+    let summaryField: [UInt8]
+    /// `GetStoreResponse.city` (field 2), encoded with its tag.
+    let cityField: [UInt8]
+    let departments: [DepartmentSegments]
+    /// The index in the flattened shelf list where each shelf's products start.
+    let shelfStarts: [Int]
+    public let productCount: Int
+
+    struct DepartmentSegments: Sendable {
+        /// The department's uid and name fields.
+        var head: [UInt8]
+        var shelves: [ShelfSegment]
+    }
+
+    init(uid: String, cityUID: String, version: UInt64, layoutVersion: UInt64, summaryBody: [UInt8],
+         summaryField: [UInt8], cityField: [UInt8], departments: [DepartmentSegments]) {
+        self.uid = uid
+        self.cityUID = cityUID
+        self.version = version
+        self.layoutVersion = layoutVersion
+        self.summaryBody = summaryBody
+        self.summaryField = summaryField
+        self.cityField = cityField
+        self.departments = departments
+        var starts: [Int] = []
+        var total = 0
+        for d in departments {
+            for s in d.shelves {
+                starts.append(total)
+                total += s.productCount
+            }
+        }
+        shelfStarts = starts
+        productCount = total
+    }
+
+    /// Encodes `store` (products sorted, image URLs absolute) in `city`.
+    convenience init(_ store: Store, city: City, version: UInt64, layoutVersion: UInt64) {
+        var bare = store
+        for d in bare.departments.indices {
+            for h in bare.departments[d].shelves.indices { bare.departments[d].shelves[h].products = [] }
+        }
+        var summaryField: [UInt8] = []
+        Self.appendField(1, BodyEncoder.storeSummary(store.summary), to: &summaryField)
+        var cityField: [UInt8] = []
+        Self.appendField(2, BodyEncoder.city(city), to: &cityField)
+        let departments = store.departments.map { d in
+            DepartmentSegments(head: BodyEncoder.department(Department(uid: d.uid, name: d.name, shelves: [])),
+                               shelves: d.shelves.map(ShelfSegment.init))
+        }
+        self.init(uid: store.uid, cityUID: store.summary.cityUID, version: version, layoutVersion: layoutVersion,
+                  summaryBody: BodyEncoder.getStore(StoreCatalog(store: bare, city: city, catalogVersion: 0)),
+                  summaryField: summaryField, cityField: cityField, departments: departments)
+    }
+
+    /// The same store with one shelf replaced, at `version`.
+    func replacing(shelfAt location: ShelfLocation, with shelf: ShelfSegment, version: UInt64) -> StoreSegments {
+        var departments = self.departments
+        departments[location.department].shelves[location.shelf] = shelf
+        return StoreSegments(uid: uid, cityUID: cityUID, version: version, layoutVersion: layoutVersion,
+                             summaryBody: summaryBody, summaryField: summaryField, cityField: cityField,
+                             departments: departments)
+    }
+
+    func shelf(at location: ShelfLocation) -> ShelfSegment {
+        departments[location.department].shelves[location.shelf]
+    }
+
+    /// The shelf's position in the flattened list of the store's shelves.
+    func flatIndex(of location: ShelfLocation) -> Int {
+        var i = 0
+        for d in 0..<location.department { i += departments[d].shelves.count }
+        return i + location.shelf
+    }
+
+    /// Calls `body` with each product from position `start` (in the store's
+    /// order) up to `end`, until it returns false.
+    func forEachProduct(from start: Int, upTo end: Int, _ body: (ShelfSegment, ShelfSegment.ProductRange) -> Bool) {
+        guard start < end else { return }
+        // The last shelf starting at or before `start`.
+        var lo = 0, hi = shelfStarts.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if shelfStarts[mid] <= start { lo = mid } else { hi = mid - 1 }
+        }
+        var position = start
+        var flat = 0
+        for d in departments {
+            for s in d.shelves {
+                defer { flat += 1 }
+                guard flat >= lo else { continue }
+                var i = position - shelfStarts[flat]
+                while i < s.productCount {
+                    guard position < end, body(s, s.productRanges[i]) else { return }
+                    i += 1
+                    position += 1
+                }
+            }
+        }
+    }
+
+    static func appendField(_ number: UInt32, _ bytes: [UInt8], to out: inout [UInt8]) {
+        ProtoWriter.appendTag(field: number, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+        ProtoWriter.appendVarint(UInt64(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    /// The size of the `Store` message with every shelf's products.
+    var storeMessageSize: Int {
+        var size = summaryField.count
+        for d in departments {
+            let n = departmentSize(d)
+            size += 1 + ProtoWriter.varintSize(UInt64(n)) + n
+        }
+        return size
+    }
+
+    private func departmentSize(_ d: DepartmentSegments) -> Int {
+        d.shelves.reduce(d.head.count) { $0 + 1 + ProtoWriter.varintSize(UInt64($1.message.count)) + $1.message.count }
+    }
+
+    /// Appends the `Store` message with every shelf's products, from the
+    /// segments: only lengths are computed, nothing is re-encoded.
+    func appendStoreMessage(to out: inout [UInt8]) {
+        out.append(contentsOf: summaryField)
+        for d in departments {
+            ProtoWriter.appendTag(field: 2, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+            ProtoWriter.appendVarint(UInt64(departmentSize(d)), to: &out)
+            out.append(contentsOf: d.head)
+            for s in d.shelves {
+                ProtoWriter.appendTag(field: 3, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+                ProtoWriter.appendVarint(UInt64(s.message.count), to: &out)
+                out.append(contentsOf: s.message)
+            }
+        }
+    }
+}
+
+/// Where a shelf is: its store and its place in the store.
+public struct ShelfLocation: Sendable, Hashable {
+    public var storeUID: String
+    var department: Int
+    var shelf: Int
+    public var departmentUID: String
+}
+
+/// Which shelf is where: shared by catalog versions until a store's layout
+/// changes, so a price change copies nothing of it.
+final class ShelfIndex: Sendable {
+    let locations: [String: ShelfLocation]
+    init(_ locations: [String: ShelfLocation]) { self.locations = locations }
+}
+
+/// One catalog version, indexed, with every response body encoded once and
+/// kept in segments: per store, and per shelf. Immutable: event loops share
+/// it; a catalog change builds the next one from this one, replacing only the
+/// stores and shelves it touches (`replacing`).
 public final class EncodedCatalog: Sendable {
     public let version: UInt64
 
-    /// ListCities' body.
+    /// ListCities' body, less the catalog version (appended per answer).
     let listCitiesBody: [UInt8]
-    /// GetStore's body per store uid, without and with products.
-    let storeBodies: [String: (summary: [UInt8], withProducts: [UInt8])]
-    /// GetShelf's body per shelf uid.
-    let shelfBodies: [String: [UInt8]]
-    /// ServerInfo's body less the uptime, which is appended per request.
+    /// Per store uid.
+    public let stores: [String: StoreSegments]
+    let shelfIndex: ShelfIndex
+    /// ServerInfo's body less the catalog version and the uptime, which are appended per request.
     let serverInfoStaticBody: [UInt8]
     /// Default store uid per upper-cased city code and per city uid.
     let defaultStoreByCityCode: [String: String]
     let defaultStoreByCityUID: [String: String]
+    let imageBaseURL: String
+
+    private init(version: UInt64, listCitiesBody: [UInt8], stores: [String: StoreSegments], shelfIndex: ShelfIndex,
+                 serverInfoStaticBody: [UInt8], defaultStoreByCityCode: [String: String],
+                 defaultStoreByCityUID: [String: String], imageBaseURL: String) {
+        self.version = version
+        self.listCitiesBody = listCitiesBody
+        self.stores = stores
+        self.shelfIndex = shelfIndex
+        self.serverInfoStaticBody = serverInfoStaticBody
+        self.defaultStoreByCityCode = defaultStoreByCityCode
+        self.defaultStoreByCityUID = defaultStoreByCityUID
+        self.imageBaseURL = imageBaseURL
+    }
 
     /// Indexes `catalog` and encodes its responses; image URLs become
-    /// absolute under `imageBaseURL`.
-    public init(catalog source: Catalog, version: UInt64, imageBaseURL: String, serverVersion: String) {
+    /// absolute under `imageBaseURL`. Every store is at `version`.
+    public convenience init(catalog source: Catalog, version: UInt64, imageBaseURL: String, serverVersion: String) {
         var catalog = source
         for s in catalog.stores.indices {
             for d in catalog.stores[s].departments.indices {
                 for h in catalog.stores[s].departments[d].shelves.indices {
-                    // GetShelf promises name order whatever the backend returns.
-                    catalog.stores[s].departments[d].shelves[h].products.sort { $0.name < $1.name }
-                    for p in catalog.stores[s].departments[d].shelves[h].products.indices {
-                        let url = catalog.stores[s].departments[d].shelves[h].products[p].imageURL
-                        catalog.stores[s].departments[d].shelves[h].products[p].imageURL =
-                            ImageURL.absolute(url, base: imageBaseURL)
-                    }
+                    catalog.stores[s].departments[d].shelves[h].products =
+                        Self.served(catalog.stores[s].departments[d].shelves[h].products, imageBaseURL: imageBaseURL)
                 }
             }
         }
         // The decoded catalog is not kept: every answer is served from the
-        // encoded bodies, and holding both roughly doubled groserd's memory.
-        self.version = version
-
-        listCitiesBody = BodyEncoder.listCities(CityList(cities: catalog.cities, catalogVersion: version))
+        // encoded segments, and holding both roughly doubled groserd's memory.
         let cityByUID = Dictionary(catalog.cities.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
-        var stores: [String: (summary: [UInt8], withProducts: [UInt8])] = [:]
-        var shelves: [String: [UInt8]] = [:]
+        var stores: [String: StoreSegments] = [:]
+        var locations: [String: ShelfLocation] = [:]
         for store in catalog.stores {
             let city = cityByUID[store.summary.cityUID]
                 ?? City(uid: store.summary.cityUID, code: "", name: "", stores: [], defaultStoreUID: "")
-            var bare = store
-            for d in bare.departments.indices {
-                for h in bare.departments[d].shelves.indices { bare.departments[d].shelves[h].products = [] }
-            }
-            stores[store.uid] = (
-                BodyEncoder.getStore(StoreCatalog(store: bare, city: city, catalogVersion: version)),
-                BodyEncoder.getStore(StoreCatalog(store: store, city: city, catalogVersion: version))
-            )
-            for d in store.departments {
-                for h in d.shelves {
-                    shelves[h.uid] = BodyEncoder.getShelf(ShelfContents(
-                        shelf: h, storeUID: store.uid, departmentUID: d.uid, catalogVersion: version))
+            stores[store.uid] = StoreSegments(store, city: city, version: version, layoutVersion: version)
+            for (di, d) in store.departments.enumerated() {
+                for (hi, h) in d.shelves.enumerated() {
+                    locations[h.uid] = ShelfLocation(storeUID: store.uid, department: di, shelf: hi, departmentUID: d.uid)
                 }
             }
         }
-        storeBodies = stores
-        shelfBodies = shelves
-        serverInfoStaticBody = BodyEncoder.serverInfo(ServerInfo(
-            serverVersion: serverVersion, protocolVersion: ProtocolInfo.version, uptimeMilliseconds: 0,
-            catalogVersion: version, methods: MethodField.allCases.map(\.methodName)))
-        defaultStoreByCityCode = Dictionary(catalog.cities.map { ($0.code.uppercased(), $0.defaultStoreUID) },
-                                            uniquingKeysWith: { a, _ in a })
-        defaultStoreByCityUID = Dictionary(catalog.cities.map { ($0.uid, $0.defaultStoreUID) },
-                                           uniquingKeysWith: { a, _ in a })
+        self.init(
+            version: version,
+            listCitiesBody: BodyEncoder.listCities(CityList(cities: catalog.cities, catalogVersion: 0)),
+            stores: stores, shelfIndex: ShelfIndex(locations),
+            serverInfoStaticBody: BodyEncoder.serverInfo(ServerInfo(
+                serverVersion: serverVersion, protocolVersion: ProtocolInfo.version, uptimeMilliseconds: 0,
+                catalogVersion: 0, methods: MethodField.allCases.map(\.methodName))),
+            defaultStoreByCityCode: Dictionary(catalog.cities.map { ($0.code.uppercased(), $0.defaultStoreUID) },
+                                               uniquingKeysWith: { a, _ in a }),
+            defaultStoreByCityUID: Dictionary(catalog.cities.map { ($0.uid, $0.defaultStoreUID) },
+                                              uniquingKeysWith: { a, _ in a }),
+            imageBaseURL: imageBaseURL)
+    }
+
+    /// Products as answers show them: sorted by name (GetShelf promises
+    /// name order whatever the backend returns), image URLs absolute.
+    static func served(_ products: [Product], imageBaseURL: String) -> [Product] {
+        var out = products.sorted { $0.name < $1.name }
+        for i in out.indices { out[i].imageURL = ImageURL.absolute(out[i].imageURL, base: imageBaseURL) }
+        return out
+    }
+
+    /// Where the shelf `uid` is, or nil.
+    public func location(ofShelf uid: String) -> ShelfLocation? { shelfIndex.locations[uid] }
+
+    /// The shelf's segment, or nil.
+    public func shelf(_ uid: String) -> ShelfSegment? {
+        guard let l = shelfIndex.locations[uid], let store = stores[l.storeUID] else { return nil }
+        return store.shelf(at: l)
+    }
+
+    /// The next catalog version: these shelves' products replaced (as
+    /// storage has them now), their stores at `version`; every other store
+    /// and shelf shared with this one. Nil when a shelf is not in this
+    /// catalog's layout (the caller then loads the catalog whole).
+    func replacing(shelves changed: [String: [Product]], version: UInt64) -> (EncodedCatalog, CatalogChange)? {
+        var stores = self.stores
+        var touched: [String: [String]] = [:]
+        for (uid, products) in changed {
+            guard let l = shelfIndex.locations[uid], let store = stores[l.storeUID] else { return nil }
+            let old = store.shelf(at: l)
+            let segment = ShelfSegment(Shelf(uid: uid, name: old.name, productCount: UInt32(clamping: products.count),
+                                             products: Self.served(products, imageBaseURL: imageBaseURL)))
+            // A changed number of products changes the store's layout: that is an import's path.
+            guard segment.productCount == old.productCount else { return nil }
+            stores[l.storeUID] = store.replacing(shelfAt: l, with: segment, version: version)
+            touched[l.storeUID, default: []].append(uid)
+        }
+        let next = EncodedCatalog(version: version, listCitiesBody: listCitiesBody, stores: stores, shelfIndex: shelfIndex,
+                                  serverInfoStaticBody: serverInfoStaticBody, defaultStoreByCityCode: defaultStoreByCityCode,
+                                  defaultStoreByCityUID: defaultStoreByCityUID, imageBaseURL: imageBaseURL)
+        let change = CatalogChange(
+            catalogVersion: version,
+            stores: touched.keys.sorted().map { StoreChange(storeUID: $0, storeVersion: version, shelfUIDs: touched[$0]!.sorted()) })
+        return (next, change)
+    }
+}
+
+/// What one catalog change touched, published inside the daemon after the
+/// new segments are in place: the seam for watchers, the search index and
+/// other hosts.
+public struct CatalogChange: Sendable, Hashable {
+    public var catalogVersion: UInt64
+    public var stores: [StoreChange]
+    /// True when the catalog was loaded whole (at start, or a change that
+    /// altered a store's layout): every store may have changed.
+    public var reloaded = false
+
+    public init(catalogVersion: UInt64, stores: [StoreChange], reloaded: Bool = false) {
+        self.catalogVersion = catalogVersion
+        self.stores = stores
+        self.reloaded = reloaded
+    }
+}
+
+/// One store's part of a `CatalogChange`.
+public struct StoreChange: Sendable, Hashable {
+    public var storeUID: String
+    public var storeVersion: UInt64
+    /// The shelves whose segments were re-encoded.
+    public var shelfUIDs: [String]
+
+    public init(storeUID: String, storeVersion: UInt64, shelfUIDs: [String]) {
+        self.storeUID = storeUID
+        self.storeVersion = storeVersion
+        self.shelfUIDs = shelfUIDs
     }
 }
 

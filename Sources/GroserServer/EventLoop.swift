@@ -81,7 +81,7 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private var handler: RequestHandler {
-        RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt)
+        RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt, maximumAnswerBytes: config.maximumFrameBytes)
     }
 
     /// Runs until the server stops; then answers what was read, flushes and closes.

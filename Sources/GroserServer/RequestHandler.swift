@@ -7,10 +7,14 @@ import GroserWire
 public struct RequestHandler: Sendable {
     let catalog: EncodedCatalog
     let startedAtNanoseconds: UInt64
+    /// The largest answer body: what the daemon's frame maximum lets a
+    /// client expect (`--max-frame-bytes`).
+    let maximumAnswerBytes: Int
 
-    public init(catalog: EncodedCatalog, startedAtNanoseconds: UInt64) {
+    public init(catalog: EncodedCatalog, startedAtNanoseconds: UInt64, maximumAnswerBytes: Int = Framing.defaultMaximumFrameBytes) {
         self.catalog = catalog
         self.startedAtNanoseconds = startedAtNanoseconds
+        self.maximumAnswerBytes = maximumAnswerBytes
     }
 
     /// What became of a request.
@@ -74,18 +78,21 @@ public struct RequestHandler: Sendable {
         switch request.method {
         case .serverInfo:
             let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000
-            // Protobuf merges concatenated encodings, so the uptime field can
-            // follow the body encoded once per catalog version (written
-            // after it, not appended to a copy of it).
+            // Protobuf merges concatenated encodings, so the fields that change
+            // per answer follow the body encoded once (written after it, not
+            // appended to a copy of it).
             catalog.serverInfoStaticBody.withUnsafeBytes { body in
                 ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body,
-                                             appendingVarintField: 3, value: uptime, to: &out)
+                                             appendingVarintFields: (3, uptime), (4, catalog.version), to: &out)
             }
 
         case .listCities:
-            ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: catalog.listCitiesBody, to: &out)
+            catalog.listCitiesBody.withUnsafeBytes { body in
+                ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: body,
+                                             appendingVarintField: 2, value: catalog.version, to: &out)
+            }
 
-        case .getStore(let selector, let includeProducts):
+        case .getStore(let selector, let includeProducts, let known):
             let storeUID: String?
             switch selector {
             case nil:
@@ -118,27 +125,163 @@ public struct RequestHandler: Sendable {
                 }
                 storeUID = uid
             }
-            guard let uid = storeUID, let bodies = catalog.storeBodies[uid] else {
+            guard let uid = storeUID, let store = catalog.stores[uid] else {
                 fail(request.id, .notFound, "No store has the uid \"\(printable(storeUID ?? ""))\".", &out)
                 return
             }
-            let body = includeProducts ? bodies.withProducts : bodies.summary
-            ResponseFrameWriter.appendOK(id: request.id, field: .getStore, body: body, to: &out)
+            if known != 0 && known == store.version {
+                notModified(request.id, .getStore, versionFields: (3, 4), notModifiedField: 5, store: store, &out)
+            } else if includeProducts {
+                answerStoreWithProducts(request.id, store, &out)
+            } else {
+                store.summaryBody.withUnsafeBytes { body in
+                    ResponseFrameWriter.appendOK(id: request.id, field: .getStore, body: body,
+                                                 appendingVarintFields: (3, catalog.version), (4, store.version), to: &out)
+                }
+            }
 
-        case .getShelf(let uid):
+        case .getShelf(let uid, let known):
             guard !uid.isEmpty else {
                 fail(request.id, .invalidArgument, "GetShelf's shelf_uid is empty.", &out)
                 return
             }
-            guard let body = catalog.shelfBodies[uid] else {
+            guard let location = catalog.location(ofShelf: uid), let store = catalog.stores[location.storeUID] else {
                 fail(request.id, .notFound, "No shelf has the uid \"\(printable(uid))\".", &out)
                 return
             }
-            ResponseFrameWriter.appendOK(id: request.id, field: .getShelf, body: body, to: &out)
+            answerShelf(request.id, store.shelf(at: location), location, store, notModified: known != 0 && known == store.version, &out)
+
+        case .listProducts(let page):
+            answerProducts(request.id, page, &out)
 
         default:
             fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
         }
+    }
+
+    /// `{…versions, not_modified: true}` and nothing else.
+    private func notModified(_ id: UInt64, _ field: MethodField, versionFields: (catalog: UInt32, store: UInt32),
+                             notModifiedField: UInt32, store: StoreSegments, prefix: [UInt8] = [], _ out: inout [UInt8]) {
+        var body = prefix
+        ProtoWriter.appendVarintField(versionFields.catalog, catalog.version, to: &body)
+        ProtoWriter.appendVarintField(versionFields.store, store.version, to: &body)
+        ProtoWriter.appendVarintField(notModifiedField, 1, to: &body)
+        ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &out)
+    }
+
+    /// GetStore with every shelf's products, assembled from the shelves'
+    /// segments; refused when it would not fit in one frame.
+    private func answerStoreWithProducts(_ id: UInt64, _ store: StoreSegments, _ out: inout [UInt8]) {
+        let storeSize = store.storeMessageSize
+        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(1, storeSize) + store.cityField.count
+            + ProtoWriter.varintFieldSize(3, catalog.version) + ProtoWriter.varintFieldSize(4, store.version)
+        let frameSize = ResponseFrameWriter.okFrameSize(id: id, field: .getStore, bodyLength: bodyLength)
+        guard frameSize - Framing.headerSize <= maximumAnswerBytes else {
+            fail(id, .resourceExhausted, "The store \(printable(store.uid)) with its \(store.productCount) products takes \(frameSize) bytes, "
+                 + "more than the \(maximumAnswerBytes)-byte frame maximum; page through its products with ListProducts "
+                 + "(GetStore without include_products gives the rest).", &out)
+            return
+        }
+        out.reserveCapacity(out.count + frameSize)
+        ResponseFrameWriter.appendOKHeader(id: id, field: .getStore, bodyLength: bodyLength, to: &out)
+        ProtoWriter.appendLengthDelimitedHeader(1, storeSize, to: &out)
+        store.appendStoreMessage(to: &out)
+        out.append(contentsOf: store.cityField)
+        ProtoWriter.appendVarintField(3, catalog.version, to: &out)
+        ProtoWriter.appendVarintField(4, store.version, to: &out)
+    }
+
+    private func answerShelf(_ id: UInt64, _ shelf: ShelfSegment, _ location: ShelfLocation, _ store: StoreSegments,
+                             notModified: Bool, _ out: inout [UInt8]) {
+        var tail: [UInt8] = []
+        for (number, text) in [(UInt32(2), location.storeUID), (3, location.departmentUID)] {
+            let bytes = Array(text.utf8)
+            ProtoWriter.appendLengthDelimitedHeader(number, bytes.count, to: &tail)
+            tail.append(contentsOf: bytes)
+        }
+        if notModified {
+            self.notModified(id, .getShelf, versionFields: (4, 5), notModifiedField: 6, store: store, prefix: tail, &out)
+            return
+        }
+        ProtoWriter.appendVarintField(4, catalog.version, to: &tail)
+        ProtoWriter.appendVarintField(5, store.version, to: &tail)
+        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(1, shelf.message.count) + tail.count
+        ResponseFrameWriter.appendOKHeader(id: id, field: .getShelf, bodyLength: bodyLength, to: &out)
+        ProtoWriter.appendLengthDelimitedHeader(1, shelf.message.count, to: &out)
+        out.append(contentsOf: shelf.message)
+        out.append(contentsOf: tail)
+    }
+
+    /// One page of ListProducts: the products' encodings copied from the
+    /// shelves' segments, as many as `page_size` and the frame allow.
+    private func answerProducts(_ id: UInt64, _ request: ProductPageRequest, _ out: inout [UInt8]) {
+        guard !request.storeUID.isEmpty else {
+            fail(id, .invalidArgument, "ListProducts needs a store_uid.", &out)
+            return
+        }
+        guard let store = catalog.stores[request.storeUID] else {
+            fail(id, .notFound, "No store has the uid \"\(printable(request.storeUID))\".", &out)
+            return
+        }
+        // The products to page through: the whole store, or one of its shelves.
+        var range = 0..<store.productCount
+        if !request.shelfUID.isEmpty {
+            guard let location = catalog.location(ofShelf: request.shelfUID) else {
+                fail(id, .notFound, "No shelf has the uid \"\(printable(request.shelfUID))\".", &out)
+                return
+            }
+            guard location.storeUID == store.uid else {
+                fail(id, .invalidArgument, "The shelf \(printable(request.shelfUID)) belongs to store \(location.storeUID), not to \(printable(store.uid)).", &out)
+                return
+            }
+            let start = store.shelfStarts[store.flatIndex(of: location)]
+            range = start..<(start + store.shelf(at: location).productCount)
+        }
+        var offset = range.lowerBound
+        if !request.pageToken.isEmpty {
+            switch PageToken.read(request.pageToken, storeUID: store.uid, shelfUID: request.shelfUID) {
+            case .forged:
+                fail(id, .invalidArgument, "The page token is not one this groserd gave out for this store and shelf; start again with an empty page_token.", &out)
+                return
+            case .valid(let layout, let at):
+                guard layout == store.layoutVersion else {
+                    fail(id, .failedPrecondition, "The store's list of products changed since this page token was made; start again with an empty page_token.", &out)
+                    return
+                }
+                guard range.contains(at) || at == range.upperBound else {
+                    fail(id, .invalidArgument, "The page token points outside the store's products; start again with an empty page_token.", &out)
+                    return
+                }
+                offset = at
+            }
+        }
+        let pageSize = request.pageSize == 0 ? PageToken.defaultPageSize : min(Int(request.pageSize), PageToken.maximumPageSize)
+        // Room for the rest of the answer: a token, the versions and the count.
+        let budget = maximumAnswerBytes - 512
+        var products: [UInt8] = []
+        var end = offset
+        store.forEachProduct(from: offset, upTo: min(range.upperBound, offset + pageSize)) { shelf, r in
+            let size = ProtoWriter.lengthDelimitedFieldSize(1, Int(r.count))
+            guard products.count + size <= budget || end == offset else { return false }
+            ProtoWriter.appendLengthDelimitedHeader(1, Int(r.count), to: &products)
+            shelf.message.withUnsafeBytes { raw in
+                products.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)]))
+            }
+            end += 1
+            return true
+        }
+        var tail: [UInt8] = []
+        if end < range.upperBound {
+            let token = Array(PageToken.make(storeUID: store.uid, shelfUID: request.shelfUID,
+                                             layoutVersion: store.layoutVersion, offset: end).utf8)
+            ProtoWriter.appendLengthDelimitedHeader(2, token.count, to: &tail)
+            tail.append(contentsOf: token)
+        }
+        ProtoWriter.appendVarintField(3, store.version, to: &tail)
+        ProtoWriter.appendVarintField(4, UInt64(range.count), to: &tail)
+        ResponseFrameWriter.appendOKHeader(id: id, field: .listProducts, bodyLength: products.count + tail.count, to: &out)
+        out.append(contentsOf: products)
+        out.append(contentsOf: tail)
     }
 
     private func fail(_ id: UInt64, _ code: StatusCode, _ message: String, _ out: inout [UInt8]) {

@@ -10,4 +10,9 @@ public protocol CatalogStore: Sendable {
 
     /// The current catalog version, cheap to ask.
     func catalogVersion() throws(StorageError) -> UInt64
+
+    /// The catalog version now, and every shelf holding a product that
+    /// changed after `version`, with all of that shelf's products (image URLs
+    /// as stored), read in one snapshot.
+    func loadChangedShelves(since version: UInt64) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]])
 }

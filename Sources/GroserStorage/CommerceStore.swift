@@ -94,8 +94,10 @@ public protocol CommerceTransaction {
     /// Takes `quantity` off the product's stock; the caller checked there is enough.
     func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError)
     func updateProduct(_ update: ProductUpdate) throws(StorageError)
-    /// Bumps and returns the catalog version (caches are keyed on it).
-    func bumpCatalogVersion() throws(StorageError) -> UInt64
+    /// Bumps and returns the catalog version (caches are keyed on it), and
+    /// marks `products` as changed at that version, so the catalog's
+    /// encoded segments can follow with only their shelves re-encoded.
+    func bumpCatalogVersion(touching products: [String]) throws(StorageError) -> UInt64
 
     /// Stores `order` for `session` and returns it with its number assigned
     /// (the number given is ignored).

@@ -8,7 +8,7 @@ import Synchronization
 public final class SQLiteCatalogStore: CatalogStore {
     /// The database file's name inside the data directory.
     public static let fileName = "groser.sqlite3"
-    static let schemaVersion: Int64 = 3
+    static let schemaVersion: Int64 = 4
 
     let connection: SerializedConnection
     /// The database file's path.
@@ -99,6 +99,13 @@ public final class SQLiteCatalogStore: CatalogStore {
                 case 0: try createCatalogTables(db)
                 case 1: try migrateToCommerce(db)
                 case 2: try migrateToHashedSessions(db)
+                case 3:
+                    // The catalog version at which each product last changed,
+                    // so a change re-encodes only the shelves it touched.
+                    try db.execute("""
+                        ALTER TABLE products ADD COLUMN changed_version INTEGER NOT NULL DEFAULT 0;
+                        CREATE INDEX products_by_change ON products(changed_version);
+                        """)
                 default: break
                 }
                 try db.execute("PRAGMA user_version = \(from + 1)")
@@ -151,7 +158,10 @@ public final class SQLiteCatalogStore: CatalogStore {
             let store = try db.prepare("INSERT INTO stores VALUES (?, ?, ?, ?, ?, ?)")
             let dept = try db.prepare("INSERT INTO departments VALUES (?, ?, ?, ?)")
             let shelf = try db.prepare("INSERT INTO shelves VALUES (?, ?, ?, ?)")
-            let product = try db.prepare("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            let product = try db.prepare("""
+                INSERT INTO products(uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                                     stock, often_out_of_stock) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
             for (si, s) in catalog.stores.enumerated() {
                 let sum = s.summary
                 try store.bind(.text(sum.uid), .text(sum.cityUID), .integer(Int64(si)), .text(sum.name),
@@ -188,6 +198,30 @@ public final class SQLiteCatalogStore: CatalogStore {
             let stmt = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
             guard try stmt.step() else { throw StorageError("the database has no catalog version") }
             return UInt64(stmt.int(0))
+        }
+    }
+
+    public func loadChangedShelves(since version: UInt64) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) {
+        try connection.withLock { (db) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) in
+            try db.execute("BEGIN")
+            defer {
+                db.resetCached()
+                try? db.execute("COMMIT")
+            }
+            let v = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
+            guard try v.step() else { throw StorageError("the database has no catalog version") }
+            let now = UInt64(v.int(0))
+            let p = try db.cached("""
+                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                       stock, often_out_of_stock FROM products
+                WHERE shelf_uid IN (SELECT DISTINCT shelf_uid FROM products WHERE changed_version > ?)
+                """).bind(.integer(Int64(version)))
+            var shelves: [String: [Product]] = [:]
+            while try p.step() {
+                let product = Self.product(p)
+                shelves[product.shelfUID, default: []].append(product)
+            }
+            return (now, shelves)
         }
     }
 

@@ -178,11 +178,15 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
         }
     }
 
-    func bumpCatalogVersion() throws(StorageError) -> UInt64 {
-        try db.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_version'")
+    func bumpCatalogVersion(touching products: [String]) throws(StorageError) -> UInt64 {
+        try db.cached("UPDATE meta SET value = value + 1 WHERE key = 'catalog_version'").run()
         let s = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
         _ = try s.step()
-        return UInt64(s.int(0))
+        let version = s.int(0)
+        s.reset()
+        let mark = try db.cached("UPDATE products SET changed_version = ? WHERE uid = ?")
+        for uid in products { try mark.bind(.integer(version), .text(uid)).run() }
+        return UInt64(version)
     }
 
     func insertOrder(_ d: Order, session: SessionKey) throws(StorageError) -> Order {

@@ -10,8 +10,11 @@ public enum RequestMethod: Sendable, Hashable {
     case serverInfo
     case listCities
     /// `selector` is nil when the client set none (an invalid request).
-    case getStore(selector: StoreSelector?, includeProducts: Bool)
-    case getShelf(shelfUID: String)
+    /// `knownStoreVersion`: the store version of an answer the caller holds
+    /// (0: none); a current one is answered "not modified" with no body.
+    case getStore(selector: StoreSelector?, includeProducts: Bool, knownStoreVersion: UInt64 = 0)
+    case getShelf(shelfUID: String, knownStoreVersion: UInt64 = 0)
+    case listProducts(ProductPageRequest)
     case openSession
     case getCart(session: String, storeUID: String)
     case addItem(CartMutation, productUID: String, quantity: UInt32)
@@ -74,11 +77,17 @@ public struct StoreCatalog: Sendable, Hashable {
     public var store: Store
     public var city: City
     public var catalogVersion: UInt64
+    /// Grows whenever anything this store shows changes.
+    public var storeVersion: UInt64
+    /// The caller's known version is current: `store` and `city` are empty.
+    public var notModified: Bool
 
-    public init(store: Store, city: City, catalogVersion: UInt64) {
+    public init(store: Store, city: City, catalogVersion: UInt64, storeVersion: UInt64 = 0, notModified: Bool = false) {
         self.store = store
         self.city = city
         self.catalogVersion = catalogVersion
+        self.storeVersion = storeVersion
+        self.notModified = notModified
     }
 }
 
@@ -88,12 +97,54 @@ public struct ShelfContents: Sendable, Hashable {
     public var storeUID: String
     public var departmentUID: String
     public var catalogVersion: UInt64
+    /// The version of the shelf's store.
+    public var storeVersion: UInt64
+    /// The caller's known version is current: `shelf` is empty.
+    public var notModified: Bool
 
-    public init(shelf: Shelf, storeUID: String, departmentUID: String, catalogVersion: UInt64) {
+    public init(shelf: Shelf, storeUID: String, departmentUID: String, catalogVersion: UInt64,
+                storeVersion: UInt64 = 0, notModified: Bool = false) {
         self.shelf = shelf
         self.storeUID = storeUID
         self.departmentUID = departmentUID
         self.catalogVersion = catalogVersion
+        self.storeVersion = storeVersion
+        self.notModified = notModified
+    }
+}
+
+/// ListProducts' request: one page of a store's (or one shelf's) products.
+public struct ProductPageRequest: Sendable, Hashable {
+    public var storeUID: String
+    /// Empty: the whole store.
+    public var shelfUID: String
+    /// 0 asks for the default (100); at most 1000.
+    public var pageSize: UInt32
+    /// Empty for the first page; else the previous page's `nextPageToken`.
+    public var pageToken: String
+
+    public init(storeUID: String, shelfUID: String = "", pageSize: UInt32 = 0, pageToken: String = "") {
+        self.storeUID = storeUID
+        self.shelfUID = shelfUID
+        self.pageSize = pageSize
+        self.pageToken = pageToken
+    }
+}
+
+/// ListProducts' answer.
+public struct ProductPage: Sendable, Hashable {
+    public var products: [Product]
+    /// Empty on the last page.
+    public var nextPageToken: String
+    public var storeVersion: UInt64
+    /// Products in the store (or the shelf) in all.
+    public var totalSize: UInt32
+
+    public init(products: [Product], nextPageToken: String, storeVersion: UInt64, totalSize: UInt32) {
+        self.products = products
+        self.nextPageToken = nextPageToken
+        self.storeVersion = storeVersion
+        self.totalSize = totalSize
     }
 }
 
@@ -104,6 +155,7 @@ public enum ResponseBody: Sendable, Hashable {
     case listCities(CityList)
     case getStore(StoreCatalog)
     case getShelf(ShelfContents)
+    case listProducts(ProductPage)
     case openSession(session: String)
     /// The answer of GetCart and of every cart mutation.
     case cart(Cart)

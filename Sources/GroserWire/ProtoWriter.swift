@@ -49,6 +49,34 @@ public enum ProtoWriter {
 
     @inlinable
     public static func tagSize(field: UInt32) -> Int { varintSize(UInt64(field << 3)) }
+
+    /// The size of a varint field (tag and value); 0 for a value of 0, which
+    /// proto3 does not write.
+    @inlinable
+    public static func varintFieldSize(_ field: UInt32, _ value: UInt64) -> Int {
+        value == 0 ? 0 : tagSize(field: field) + varintSize(value)
+    }
+
+    /// Appends a varint field, or nothing for 0.
+    @inlinable
+    public static func appendVarintField(_ field: UInt32, _ value: UInt64, to out: inout [UInt8]) {
+        guard value != 0 else { return }
+        appendTag(field: field, wireType: wireVarint, to: &out)
+        appendVarint(value, to: &out)
+    }
+
+    /// The size of a length-delimited field of `length` bytes.
+    @inlinable
+    public static func lengthDelimitedFieldSize(_ field: UInt32, _ length: Int) -> Int {
+        tagSize(field: field) + varintSize(UInt64(length)) + length
+    }
+
+    /// Appends a length-delimited field's tag and length; the caller appends the bytes.
+    @inlinable
+    public static func appendLengthDelimitedHeader(_ field: UInt32, _ length: Int, to out: inout [UInt8]) {
+        appendTag(field: field, wireType: wireLengthDelimited, to: &out)
+        appendVarint(UInt64(length), to: &out)
+    }
 }
 
 /// The field numbers of `Response.body`, which match `Request.method`.
@@ -66,6 +94,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case checkout = 20
     case listOrders = 21
     case setProduct = 22
+    case listProducts = 23
 
     /// The method's name as ServerInfo lists it.
     public var methodName: String {
@@ -83,6 +112,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
         case .checkout: "Checkout"
         case .listOrders: "ListOrders"
         case .setProduct: "SetProduct"
+        case .listProducts: "ListProducts"
         }
     }
 }
@@ -118,6 +148,31 @@ public enum ResponseFrameWriter {
         }
     }
 
+    /// Appends an OK response whose body is `body` followed by two varint
+    /// fields (values that change per answer, such as versions); a field of
+    /// value 0 is left out, as proto3 writes it.
+    @inlinable
+    public static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer,
+                                appendingVarintFields first: (UInt32, UInt64), _ second: (UInt32, UInt64),
+                                to out: inout [UInt8]) {
+        var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let n = withUnsafeMutableBytes(of: &scratch) { raw -> Int in
+            var i = 0
+            if first.1 != 0 {
+                i = ProtoWriter.putVarint(UInt64(first.0 << 3 | ProtoWriter.wireVarint), into: raw.baseAddress!, at: i)
+                i = ProtoWriter.putVarint(first.1, into: raw.baseAddress!, at: i)
+            }
+            if second.1 != 0 {
+                i = ProtoWriter.putVarint(UInt64(second.0 << 3 | ProtoWriter.wireVarint), into: raw.baseAddress!, at: i)
+                i = ProtoWriter.putVarint(second.1, into: raw.baseAddress!, at: i)
+            }
+            return i
+        }
+        withUnsafeBytes(of: &scratch) { suffix in
+            appendOK(id: id, field: field, body: body, suffix: UnsafeRawBufferPointer(rebasing: suffix[0..<n]), to: &out)
+        }
+    }
+
     @inlinable
     static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
                          to out: inout [UInt8]) {
@@ -141,6 +196,27 @@ public enum ResponseFrameWriter {
         withUnsafeBytes(of: &scratch) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<headerSize])) }
         out.append(contentsOf: body)
         if !suffix.isEmpty { out.append(contentsOf: suffix) }
+    }
+
+    /// Appends the start of an OK response whose body of `bodyLength` bytes
+    /// the caller appends next, in parts (a body assembled from segments).
+    public static func appendOKHeader(id: UInt64, field: MethodField, bodyLength: Int, to out: inout [UInt8]) {
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyLength)) + bodyLength
+        Framing.appendHeader(length: idSize + bodySize, to: &out)
+        if id != 0 {
+            ProtoWriter.appendTag(field: idField, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(id, to: &out)
+        }
+        ProtoWriter.appendTag(field: field.rawValue, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+        ProtoWriter.appendVarint(UInt64(bodyLength), to: &out)
+    }
+
+    /// The bytes of an OK response frame whose body is `bodyLength` bytes.
+    public static func okFrameSize(id: UInt64, field: MethodField, bodyLength: Int) -> Int {
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        return Framing.headerSize + idSize + ProtoWriter.tagSize(field: field.rawValue)
+            + ProtoWriter.varintSize(UInt64(bodyLength)) + bodyLength
     }
 
     /// Appends an OK response whose body is already encoded.

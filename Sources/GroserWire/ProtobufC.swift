@@ -218,9 +218,13 @@ public enum BodyEncoder {
         let arena = Arena()
         let p = arena.message(Groser__V1__GetStoreResponse.self) { p in
             groser__v1__get_store_response__init(p)
-            p.pointee.store = arena.store(v.store)
-            p.pointee.city = arena.city(v.city)
+            if !v.notModified {
+                p.pointee.store = arena.store(v.store)
+                p.pointee.city = arena.city(v.city)
+            }
             p.pointee.catalog_version = v.catalogVersion
+            p.pointee.store_version = v.storeVersion
+            p.pointee.not_modified = v.notModified ? 1 : 0
         }
         return withMessage(p, pack)
     }
@@ -229,12 +233,57 @@ public enum BodyEncoder {
         let arena = Arena()
         let p = arena.message(Groser__V1__GetShelfResponse.self) { p in
             groser__v1__get_shelf_response__init(p)
-            p.pointee.shelf = arena.shelf(v.shelf)
+            if !v.notModified { p.pointee.shelf = arena.shelf(v.shelf) }
             p.pointee.store_uid = arena.string(v.storeUID)
             p.pointee.department_uid = arena.string(v.departmentUID)
             p.pointee.catalog_version = v.catalogVersion
+            p.pointee.store_version = v.storeVersion
+            p.pointee.not_modified = v.notModified ? 1 : 0
         }
         return withMessage(p, pack)
+    }
+
+    public static func listProducts(_ v: ProductPage) -> [UInt8] {
+        let arena = Arena()
+        let p = arena.message(Groser__V1__ListProductsResponse.self) { p in
+            groser__v1__list_products_response__init(p)
+            p.pointee.n_products = v.products.count
+            p.pointee.products = arena.array(v.products.map(arena.product))
+            p.pointee.next_page_token = arena.string(v.nextPageToken)
+            p.pointee.store_version = v.storeVersion
+            p.pointee.total_size = v.totalSize
+        }
+        return withMessage(p, pack)
+    }
+
+    /// One product's encoding (a `Product` message), as catalog segments keep it.
+    public static func product(_ v: Product) -> [UInt8] {
+        let arena = Arena()
+        return withMessage(arena.product(v), pack)
+    }
+
+    /// A `StoreSummary` message.
+    public static func storeSummary(_ v: StoreSummary) -> [UInt8] {
+        let arena = Arena()
+        return withMessage(arena.storeSummary(v), pack)
+    }
+
+    /// A `City` message.
+    public static func city(_ v: City) -> [UInt8] {
+        let arena = Arena()
+        return withMessage(arena.city(v), pack)
+    }
+
+    /// A `Department` message.
+    public static func department(_ v: Department) -> [UInt8] {
+        let arena = Arena()
+        return withMessage(arena.department(v), pack)
+    }
+
+    /// One shelf's encoding (a `Shelf` message, products included).
+    public static func shelf(_ v: Shelf) -> [UInt8] {
+        let arena = Arena()
+        return withMessage(arena.shelf(v), pack)
     }
 }
 
@@ -255,11 +304,12 @@ extension Request {
             case .listCities:
                 p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_CITIES
                 p.pointee.list_cities = arena.message(Groser__V1__ListCitiesRequest.self) { groser__v1__list_cities_request__init($0) }
-            case .getStore(let selector, let includeProducts):
+            case .getStore(let selector, let includeProducts, let known):
                 p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_STORE
                 p.pointee.get_store = arena.message(Groser__V1__GetStoreRequest.self) { g in
                     groser__v1__get_store_request__init(g)
                     g.pointee.include_products = includeProducts ? 1 : 0
+                    g.pointee.known_store_version = known
                     switch selector {
                     case .cityCode(let s)?:
                         g.pointee.selector_case = GROSER__V1__GET_STORE_REQUEST__SELECTOR_CITY_CODE
@@ -274,11 +324,21 @@ extension Request {
                         break
                     }
                 }
-            case .getShelf(let uid):
+            case .getShelf(let uid, let known):
                 p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_SHELF
                 p.pointee.get_shelf = arena.message(Groser__V1__GetShelfRequest.self) { g in
                     groser__v1__get_shelf_request__init(g)
                     g.pointee.shelf_uid = arena.string(uid)
+                    g.pointee.known_store_version = known
+                }
+            case .listProducts(let r):
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS
+                p.pointee.list_products = arena.message(Groser__V1__ListProductsRequest.self) { g in
+                    groser__v1__list_products_request__init(g)
+                    g.pointee.store_uid = arena.string(r.storeUID)
+                    g.pointee.shelf_uid = arena.string(r.shelfUID)
+                    g.pointee.page_size = r.pageSize
+                    g.pointee.page_token = arena.string(r.pageToken)
                 }
             case .unknown:
                 break
@@ -309,9 +369,15 @@ extension Request {
             case GROSER__V1__GET_STORE_REQUEST__SELECTOR_STORE_UID: selector = .storeUID(str(g.store_uid))
             default: selector = nil
             }
-            method = .getStore(selector: selector, includeProducts: g.include_products != 0)
+            method = .getStore(selector: selector, includeProducts: g.include_products != 0,
+                               knownStoreVersion: g.known_store_version)
         case GROSER__V1__REQUEST__METHOD_GET_SHELF:
-            method = .getShelf(shelfUID: str(c.get_shelf.pointee.shelf_uid))
+            let g = c.get_shelf.pointee
+            method = .getShelf(shelfUID: str(g.shelf_uid), knownStoreVersion: g.known_store_version)
+        case GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS:
+            let g = c.list_products.pointee
+            method = .listProducts(ProductPageRequest(storeUID: str(g.store_uid), shelfUID: str(g.shelf_uid),
+                                                      pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
             method = decodeCommerceMethod(c) ?? .unknown
         }
@@ -357,11 +423,18 @@ extension Response {
             body = .listCities(CityList(cities: items(b.cities, b.n_cities).map(city), catalogVersion: b.catalog_version))
         case GROSER__V1__RESPONSE__BODY_GET_STORE:
             let b = c.get_store.pointee
-            body = .getStore(StoreCatalog(store: store(b.store), city: city(b.city), catalogVersion: b.catalog_version))
+            body = .getStore(StoreCatalog(store: store(b.store), city: city(b.city), catalogVersion: b.catalog_version,
+                                          storeVersion: b.store_version, notModified: b.not_modified != 0))
         case GROSER__V1__RESPONSE__BODY_GET_SHELF:
             let b = c.get_shelf.pointee
             body = .getShelf(ShelfContents(shelf: shelf(b.shelf), storeUID: str(b.store_uid),
-                                           departmentUID: str(b.department_uid), catalogVersion: b.catalog_version))
+                                           departmentUID: str(b.department_uid), catalogVersion: b.catalog_version,
+                                           storeVersion: b.store_version, notModified: b.not_modified != 0))
+        case GROSER__V1__RESPONSE__BODY_LIST_PRODUCTS:
+            let b = c.list_products.pointee
+            body = .listProducts(ProductPage(products: items(b.products, b.n_products).map(product),
+                                             nextPageToken: str(b.next_page_token), storeVersion: b.store_version,
+                                             totalSize: b.total_size))
         default:
             body = decodeCommerceBody(c) ?? .none
         }
@@ -388,6 +461,7 @@ extension Response {
         case .listCities(let v): ResponseFrameWriter.appendOK(id: id, field: .listCities, body: BodyEncoder.listCities(v), to: &out)
         case .getStore(let v): ResponseFrameWriter.appendOK(id: id, field: .getStore, body: BodyEncoder.getStore(v), to: &out)
         case .getShelf(let v): ResponseFrameWriter.appendOK(id: id, field: .getShelf, body: BodyEncoder.getShelf(v), to: &out)
+        case .listProducts(let v): ResponseFrameWriter.appendOK(id: id, field: .listProducts, body: BodyEncoder.listProducts(v), to: &out)
         case .openSession(let v): ResponseFrameWriter.appendOK(id: id, field: .openSession, body: BodyEncoder.openSession(v), to: &out)
         case .cart(let v): ResponseFrameWriter.appendOK(id: id, field: .getCart, body: BodyEncoder.cart(v), to: &out)
         case .checkout(let v): ResponseFrameWriter.appendOK(id: id, field: .checkout, body: BodyEncoder.checkout(v), to: &out)

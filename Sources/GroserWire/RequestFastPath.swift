@@ -56,6 +56,8 @@ extension Request {
         var selector: StoreSelector?
         var includeProducts = false
         var seenProducts = false
+        var known: UInt64 = 0
+        var seenKnown = false
         while !reader.atEnd {
             guard let tag = reader.varint(maxBytes: 1) else { return nil }
             switch tag {
@@ -67,23 +69,39 @@ extension Request {
                 guard !seenProducts, let v = reader.varint(maxBytes: 1) else { return nil }
                 includeProducts = v != 0
                 seenProducts = true
+            case 5 << 3 | 0:
+                guard !seenKnown, let v = reader.varint(maxBytes: 10) else { return nil }
+                known = v
+                seenKnown = true
             default:
                 return nil
             }
         }
-        return .getStore(selector: selector, includeProducts: includeProducts)
+        return .getStore(selector: selector, includeProducts: includeProducts, knownStoreVersion: known)
     }
 
     private static func getShelf(_ bytes: UnsafeRawBufferPointer) -> RequestMethod? {
         var reader = FastWireReader(bytes)
         var uid = ""
         var seen = false
+        var known: UInt64 = 0
+        var seenKnown = false
         while !reader.atEnd {
-            guard !seen, let tag = reader.varint(maxBytes: 1), tag == 1 << 3 | 2, let text = reader.string() else { return nil }
-            uid = text
-            seen = true
+            guard let tag = reader.varint(maxBytes: 1) else { return nil }
+            switch tag {
+            case 1 << 3 | 2:
+                guard !seen, let text = reader.string() else { return nil }
+                uid = text
+                seen = true
+            case 2 << 3 | 0:
+                guard !seenKnown, let v = reader.varint(maxBytes: 10) else { return nil }
+                known = v
+                seenKnown = true
+            default:
+                return nil
+            }
         }
-        return .getShelf(shelfUID: uid)
+        return .getShelf(shelfUID: uid, knownStoreVersion: known)
     }
 }
 

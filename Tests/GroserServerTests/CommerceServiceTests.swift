@@ -7,7 +7,7 @@ import GroserWire
 import Testing
 
 /// A fresh directory under /tmp, removed with its files when released.
-private final class ScratchDirectory {
+final class ScratchDirectory {
     let path: String
 
     init() throws {
@@ -37,7 +37,7 @@ private final class ScratchDirectory {
     }
 }
 
-private struct SetupError: Error, CustomStringConvertible {
+struct SetupError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }

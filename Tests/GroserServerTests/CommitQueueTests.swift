@@ -33,6 +33,10 @@ struct CommitQueueTests {
         }
 
         func catalogVersion() throws(StorageError) -> UInt64 { 1 }
+
+        func loadChangedShelves(since version: UInt64) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) {
+            (1, [:])
+        }
     }
 
     struct FakeTransaction: CommerceTransaction {
@@ -62,7 +66,7 @@ struct CommitQueueTests {
         func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError) {}
         func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {}
         func updateProduct(_ update: ProductUpdate) throws(StorageError) {}
-        func bumpCatalogVersion() throws(StorageError) -> UInt64 { 2 }
+        func bumpCatalogVersion(touching products: [String]) throws(StorageError) -> UInt64 { 2 }
         func insertOrder(_ order: Order, session: SessionKey) throws(StorageError) -> Order {
             throw StorageError("not in this fake")
         }

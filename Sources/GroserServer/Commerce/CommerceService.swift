@@ -296,7 +296,7 @@ public struct CommerceService: Sendable {
             }.joined(separator: ", ")
             throw Refusal(.failedPrecondition, "Prices changed since the cart was last shown: \(names); fetch the cart, then check out again.")
         }
-        var stockedOut = false
+        var soldOut: [String] = []
         for line in cart.lines {
             guard let p = try tx.product(line.productUID) else {
                 throw Refusal(.failedPrecondition, "\(line.name) is no longer sold.")
@@ -307,7 +307,7 @@ public struct CommerceService: Sendable {
                     : "Only \(p.stock) of \(line.name) are left, and the cart holds \(line.quantity).")
             }
             try tx.decrementStock(productUID: line.productUID, by: line.quantity)
-            if p.stock == line.quantity { stockedOut = true }
+            if p.stock == line.quantity { soldOut.append(line.productUID) }
         }
         let order = try tx.insertOrder(Order(
             number: "", storeUID: d.storeUID, cityCode: cityCode,
@@ -318,10 +318,10 @@ public struct CommerceService: Sendable {
         try tx.deleteAllLines(cartID: record.id)
         try tx.setCartVersion(cartID: record.id, record.version + 1)
         // A product that sold out changes what the catalog shows.
-        if stockedOut { _ = try tx.bumpCatalogVersion() }
+        if !soldOut.isEmpty { _ = try tx.bumpCatalogVersion(touching: soldOut) }
         let body = BodyEncoder.checkout(order)
         try remember(session: session, key: d.idempotencyKey, fingerprint: print, field: .checkout, body: body, tx)
-        return (.ok(.checkout, body), stockedOut)
+        return (.ok(.checkout, body), !soldOut.isEmpty)
     }
 
     // MARK: Operators
@@ -341,7 +341,7 @@ public struct CommerceService: Sendable {
             throw Refusal(.notFound, "No product has the uid \"\(clip(u.productUID))\".")
         }
         try tx.updateProduct(u)
-        let version = try tx.bumpCatalogVersion()
+        let version = try tx.bumpCatalogVersion(touching: [u.productUID])
         guard let (product, stock) = try tx.catalogProduct(u.productUID) else {
             throw Refusal(.internal, "The product vanished while it was being changed.")
         }

@@ -28,6 +28,8 @@ typedef struct Groser__V1__GetStoreRequest Groser__V1__GetStoreRequest;
 typedef struct Groser__V1__GetStoreResponse Groser__V1__GetStoreResponse;
 typedef struct Groser__V1__GetShelfRequest Groser__V1__GetShelfRequest;
 typedef struct Groser__V1__GetShelfResponse Groser__V1__GetShelfResponse;
+typedef struct Groser__V1__ListProductsRequest Groser__V1__ListProductsRequest;
+typedef struct Groser__V1__ListProductsResponse Groser__V1__ListProductsResponse;
 
 
 /* --- enums --- */
@@ -89,7 +91,8 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_CLEAR_CART = 19,
   GROSER__V1__REQUEST__METHOD_CHECKOUT = 20,
   GROSER__V1__REQUEST__METHOD_LIST_ORDERS = 21,
-  GROSER__V1__REQUEST__METHOD_SET_PRODUCT = 22
+  GROSER__V1__REQUEST__METHOD_SET_PRODUCT = 22,
+  GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS = 23
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -126,6 +129,7 @@ struct  Groser__V1__Request
     Groser__V1__CheckoutRequest *checkout;
     Groser__V1__ListOrdersRequest *list_orders;
     Groser__V1__SetProductRequest *set_product;
+    Groser__V1__ListProductsRequest *list_products;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -147,7 +151,8 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_CLEAR_CART = 19,
   GROSER__V1__RESPONSE__BODY_CHECKOUT = 20,
   GROSER__V1__RESPONSE__BODY_LIST_ORDERS = 21,
-  GROSER__V1__RESPONSE__BODY_SET_PRODUCT = 22
+  GROSER__V1__RESPONSE__BODY_SET_PRODUCT = 22,
+  GROSER__V1__RESPONSE__BODY_LIST_PRODUCTS = 23
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -180,6 +185,7 @@ struct  Groser__V1__Response
     Groser__V1__CheckoutResponse *checkout;
     Groser__V1__ListOrdersResponse *list_orders;
     Groser__V1__SetProductResponse *set_product;
+    Groser__V1__ListProductsResponse *list_products;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \
@@ -266,6 +272,11 @@ struct  Groser__V1__GetStoreRequest
    * fill every shelf's products
    */
   protobuf_c_boolean include_products;
+  /*
+   * The store_version of an answer the client holds: when the store is
+   * still at it, the answer is only {store_version, not_modified: true}.
+   */
+  uint64_t known_store_version;
   Groser__V1__GetStoreRequest__SelectorCase selector_case;
   union {
     /*
@@ -278,48 +289,117 @@ struct  Groser__V1__GetStoreRequest
 };
 #define GROSER__V1__GET_STORE_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_store_request__descriptor) \
-    , 0, GROSER__V1__GET_STORE_REQUEST__SELECTOR__NOT_SET, {0} }
+    , 0, 0, GROSER__V1__GET_STORE_REQUEST__SELECTOR__NOT_SET, {0} }
 
 
 struct  Groser__V1__GetStoreResponse
 {
   ProtobufCMessage base;
+  /*
+   * absent when not_modified
+   */
   Groser__V1__Store *store;
   /*
-   * the store's city, with its stores
+   * the store's city, with its stores; absent when not_modified
    */
   Groser__V1__City *city;
   uint64_t catalog_version;
+  /*
+   * grows whenever anything the store shows changes
+   */
+  uint64_t store_version;
+  /*
+   * known_store_version is current: nothing else is sent
+   */
+  protobuf_c_boolean not_modified;
 };
 #define GROSER__V1__GET_STORE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_store_response__descriptor) \
-    , NULL, NULL, 0 }
+    , NULL, NULL, 0, 0, 0 }
 
 
 struct  Groser__V1__GetShelfRequest
 {
   ProtobufCMessage base;
   char *shelf_uid;
+  /*
+   * as in GetStoreRequest
+   */
+  uint64_t known_store_version;
 };
 #define GROSER__V1__GET_SHELF_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_shelf_request__descriptor) \
-    , (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Groser__V1__GetShelfResponse
 {
   ProtobufCMessage base;
   /*
-   * products sorted by name
+   * products sorted by name; absent when not_modified
    */
   Groser__V1__Shelf *shelf;
   char *store_uid;
   char *department_uid;
   uint64_t catalog_version;
+  /*
+   * the version of the shelf's store
+   */
+  uint64_t store_version;
+  protobuf_c_boolean not_modified;
 };
 #define GROSER__V1__GET_SHELF_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_shelf_response__descriptor) \
-    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
+    , NULL, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, 0, 0 }
+
+
+/*
+ * One page of a store's products, in the store's order: departments and
+ * shelves in display order, each shelf's products by name.
+ */
+struct  Groser__V1__ListProductsRequest
+{
+  ProtobufCMessage base;
+  char *store_uid;
+  /*
+   * optional: only this shelf of the store
+   */
+  char *shelf_uid;
+  /*
+   * 0: 100; at most 1000
+   */
+  uint32_t page_size;
+  /*
+   * empty for the first page; else a next_page_token
+   */
+  char *page_token;
+};
+#define GROSER__V1__LIST_PRODUCTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__list_products_request__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Groser__V1__ListProductsResponse
+{
+  ProtobufCMessage base;
+  size_t n_products;
+  Groser__V1__Product **products;
+  /*
+   * empty on the last page
+   */
+  char *next_page_token;
+  /*
+   * the store's version when the page was made
+   */
+  uint64_t store_version;
+  /*
+   * products in the store (or the shelf)
+   */
+  uint32_t total_size;
+};
+#define GROSER__V1__LIST_PRODUCTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__list_products_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0, 0 }
 
 
 /* Groser__V1__Status methods */
@@ -531,6 +611,44 @@ Groser__V1__GetShelfResponse *
 void   groser__v1__get_shelf_response__free_unpacked
                      (Groser__V1__GetShelfResponse *message,
                       ProtobufCAllocator *allocator);
+/* Groser__V1__ListProductsRequest methods */
+void   groser__v1__list_products_request__init
+                     (Groser__V1__ListProductsRequest         *message);
+size_t groser__v1__list_products_request__get_packed_size
+                     (const Groser__V1__ListProductsRequest   *message);
+size_t groser__v1__list_products_request__pack
+                     (const Groser__V1__ListProductsRequest   *message,
+                      uint8_t             *out);
+size_t groser__v1__list_products_request__pack_to_buffer
+                     (const Groser__V1__ListProductsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ListProductsRequest *
+       groser__v1__list_products_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__list_products_request__free_unpacked
+                     (Groser__V1__ListProductsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ListProductsResponse methods */
+void   groser__v1__list_products_response__init
+                     (Groser__V1__ListProductsResponse         *message);
+size_t groser__v1__list_products_response__get_packed_size
+                     (const Groser__V1__ListProductsResponse   *message);
+size_t groser__v1__list_products_response__pack
+                     (const Groser__V1__ListProductsResponse   *message,
+                      uint8_t             *out);
+size_t groser__v1__list_products_response__pack_to_buffer
+                     (const Groser__V1__ListProductsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ListProductsResponse *
+       groser__v1__list_products_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__list_products_response__free_unpacked
+                     (Groser__V1__ListProductsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Groser__V1__Status_Closure)
@@ -566,6 +684,12 @@ typedef void (*Groser__V1__GetShelfRequest_Closure)
 typedef void (*Groser__V1__GetShelfResponse_Closure)
                  (const Groser__V1__GetShelfResponse *message,
                   void *closure_data);
+typedef void (*Groser__V1__ListProductsRequest_Closure)
+                 (const Groser__V1__ListProductsRequest *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ListProductsResponse_Closure)
+                 (const Groser__V1__ListProductsResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -584,6 +708,8 @@ extern const ProtobufCMessageDescriptor groser__v1__get_store_request__descripto
 extern const ProtobufCMessageDescriptor groser__v1__get_store_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__list_products_request__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__list_products_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 
