@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - a setup problem, not a protocol
     ) from exc
 
 __all__ = [
-    "Client", "GroserError", "ProtocolError", "StatusCode",
+    "Client", "ConnectionClosed", "GroserError", "ProtocolError", "StatusCode",
     "default_socket_path", "encode_frame", "status_of", "format_money", "catalog_pb2", "service_pb2",
 ]
 
@@ -75,6 +75,22 @@ class GroserError(Exception):
 
 class ProtocolError(Exception):
     """The connection broke or the server sent something this client cannot use."""
+
+
+class ConnectionClosed(ProtocolError):
+    """End of stream: the server closed the connection (end-of-file, or
+    ECONNRESET after its last frame, PROTOCOL.md §11). Every frame read before
+    it was whole. `truncated` is the number of bytes of an unfinished last
+    frame that were discarded (0 when the stream ended between frames): such a
+    frame is never an answer, and its request is unanswered (§11, "A truncated
+    last frame"; §13)."""
+
+    def __init__(self, truncated: int = 0, reset: bool = False):
+        self.truncated = truncated
+        self.reset = reset
+        how = "reset" if reset else "closed"
+        super().__init__(f"connection {how} by the server"
+                         + (f" ({truncated} bytes of an unfinished last frame discarded)" if truncated else ""))
 
 
 def default_socket_path() -> str:
@@ -183,13 +199,19 @@ class Client:
             chunk = self._socket().recv(65536)
         except ConnectionResetError as exc:
             # Seen after the server closes with our unread bytes still queued
-            # (e.g. after RESOURCE_EXHAUSTED); frames it sent before are read first.
-            raise ProtocolError("connection reset by the server") from exc
+            # (after RESOURCE_EXHAUSTED, a slow-reader cut-off, a shutdown);
+            # frames it sent before are read first. The end of the stream, as EOF.
+            self._end_of_stream(reset=True, cause=exc)
         if not chunk:
-            raise ProtocolError(
-                "connection closed by the server"
-                + (" in the middle of a frame" if self._buf else ""))
+            self._end_of_stream(reset=False)
         self._buf += chunk
+
+    def _end_of_stream(self, reset: bool, cause: Optional[BaseException] = None):
+        # A frame cut short by the end of the stream is not an answer (§11):
+        # drop its bytes and report the end of the stream.
+        truncated = len(self._buf)
+        self._buf.clear()
+        raise ConnectionClosed(truncated, reset) from cause
 
     @staticmethod
     def _decode(payload: bytes) -> service_pb2.Response:
