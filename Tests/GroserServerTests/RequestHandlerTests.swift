@@ -107,6 +107,11 @@ struct RequestHandlerTests {
         ("http://other.example:9000/x/y.png", "http://img.example:8080/", "http://other.example:9000/x/y.png"),
         ("", "http://img.example:8080", ""),
         ("/img/p.jpg", "", "/img/p.jpg"),
+        ("/img/p.jpg", "http://cdn.test:8080/groser/", "http://cdn.test:8080/groser/img/p.jpg"),
+        ("//cdn.other/x.jpg", "https://cdn.test:8080/groser/", "https://cdn.other/x.jpg"),
+        ("/img/r?to=http://x/y.jpg", "http://img.example:8080", "http://img.example:8080/img/r?to=http://x/y.jpg"),
+        ("s3+x.y-z://bucket/p.jpg", "http://img.example:8080", "s3+x.y-z://bucket/p.jpg"),
+        ("1http://x/p.jpg", "http://img.example:8080", "http://img.example:8080/1http://x/p.jpg"),
     ])
     func imageURLsBecomeAbsoluteOnce(url: String, base: String, expected: String) {
         let absolute = ImageURL.absolute(url, base: base)

@@ -370,7 +370,7 @@ typedef enum {
 } Groser__V1__SetProductRequest__NewStockCase;
 
 /*
- * Operators only: the daemon's own user, root, or (later) an admin group.
+ * Operators only: the daemon's own user, root, or a member of --admin-group.
  * Each field left unset keeps its value (one-field oneofs give presence,
  * as proto3 `optional` does; protoc-c 1.4 does not support `optional`).
  */

@@ -163,7 +163,7 @@ struct  Groser__V1__Response
 {
   ProtobufCMessage base;
   /*
-   * the request's id; 0 when the request could not be read
+   * the request's id; 0 when it could not be read or had id 0, and for frames sent unasked
    */
   uint64_t id;
   /*
