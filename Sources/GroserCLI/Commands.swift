@@ -104,7 +104,7 @@ enum Commands {
                     }
                     selector = .cityCode(code)
                 }
-                let v = try ctx.client().store(selector, includeProducts: products)
+                let v = products ? try ctx.client().storeWithProducts(selector) : try ctx.client().store(selector)
                 ctx.out(ctx.options.json ? ProtoJSON.storeCatalog(v).rendered() + "\n"
                                          : HumanOutput.store(v, includeProducts: products))
             }

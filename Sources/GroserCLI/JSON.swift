@@ -97,12 +97,14 @@ enum ProtoJSON {
     }
 
     static func storeCatalog(_ v: StoreCatalog) -> JSON {
-        .object([("store", store(v.store)), ("city", city(v.city)), ("catalogVersion", .uint64(v.catalogVersion))])
+        .object([("store", store(v.store)), ("city", city(v.city)), ("catalogVersion", .uint64(v.catalogVersion)),
+                 ("storeVersion", .uint64(v.storeVersion))])
     }
 
     static func shelfContents(_ v: ShelfContents) -> JSON {
         .object([("shelf", shelf(v.shelf)), ("storeUid", .string(v.storeUID)),
-                 ("departmentUid", .string(v.departmentUID)), ("catalogVersion", .uint64(v.catalogVersion))])
+                 ("departmentUid", .string(v.departmentUID)), ("catalogVersion", .uint64(v.catalogVersion)),
+                 ("storeVersion", .uint64(v.storeVersion))])
     }
 
     static func cartLine(_ l: CartLine) -> JSON {
