@@ -40,9 +40,7 @@ public final class CatalogService: Sendable {
 
     /// Loads and encodes the whole catalog; the decoded form is dropped on return.
     private static func encode(_ store: any CatalogStore, _ imageBaseURL: String) throws(StorageError) -> EncodedCatalog {
-        let (catalog, version) = try store.loadCatalog()
-        return EncodedCatalog(catalog: catalog, version: version, imageBaseURL: imageBaseURL,
-                              serverVersion: ProtocolInfo.serverVersion)
+        try EncodedCatalog.load(from: store, imageBaseURL: imageBaseURL, serverVersion: ProtocolInfo.serverVersion)
     }
 
     private static func shelfCount(_ c: EncodedCatalog) -> Int {

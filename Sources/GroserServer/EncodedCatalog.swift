@@ -246,22 +246,56 @@ public final class EncodedCatalog: Sendable {
 
     /// Indexes `catalog` and encodes its responses; image URLs become
     /// absolute under `imageBaseURL`. Every store is at `version`.
-    public convenience init(catalog source: Catalog, version: UInt64, imageBaseURL: String, serverVersion: String) {
-        var catalog = source
-        for s in catalog.stores.indices {
-            for d in catalog.stores[s].departments.indices {
-                for h in catalog.stores[s].departments[d].shelves.indices {
-                    catalog.stores[s].departments[d].shelves[h].products =
-                        Self.served(catalog.stores[s].departments[d].shelves[h].products, imageBaseURL: imageBaseURL)
-                }
+    public convenience init(catalog: Catalog, version: UInt64, imageBaseURL: String, serverVersion: String) {
+        var builder = Builder(cities: catalog.cities, version: version, imageBaseURL: imageBaseURL)
+        for store in catalog.stores { builder.add(store) }
+        let built = builder.finish(serverVersion: serverVersion)
+        self.init(version: built.version, listCitiesBody: built.listCitiesBody, stores: built.stores, shelfIndex: built.shelfIndex,
+                  serverInfoStaticBody: built.serverInfoStaticBody, defaultStoreByCityCode: built.defaultStoreByCityCode,
+                  defaultStoreByCityUID: built.defaultStoreByCityUID, imageBaseURL: imageBaseURL)
+    }
+
+    /// Loads the catalog from `store` a store at a time, encoding each as it
+    /// comes, so the decoded catalog is never held whole (a million products
+    /// decoded take about a gigabyte; encoded, a tenth of that).
+    public static func load(from store: any CatalogStore, imageBaseURL: String, serverVersion: String) throws(StorageError) -> EncodedCatalog {
+        var builder: Builder?
+        try store.loadCatalog { (part: CatalogPart) throws(StorageError) in
+            switch part {
+            case .cities(let cities, let version):
+                builder = Builder(cities: cities, version: version, imageBaseURL: imageBaseURL)
+            case .store(let s):
+                builder?.add(s)
             }
         }
-        // The decoded catalog is not kept: every answer is served from the
-        // encoded segments, and holding both roughly doubled groserd's memory.
-        let cityByUID = Dictionary(catalog.cities.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+        guard let builder else { throw StorageError("the store gave no cities before its stores") }
+        return builder.finish(serverVersion: serverVersion)
+    }
+
+    /// Encodes stores one by one into the segments of one catalog version.
+    struct Builder {
+        let cities: [City]
+        let cityByUID: [String: City]
+        let version: UInt64
+        let imageBaseURL: String
         var stores: [String: StoreSegments] = [:]
         var locations: [String: ShelfLocation] = [:]
-        for store in catalog.stores {
+
+        init(cities: [City], version: UInt64, imageBaseURL: String) {
+            self.cities = cities
+            cityByUID = Dictionary(cities.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
+            self.version = version
+            self.imageBaseURL = imageBaseURL
+        }
+
+        mutating func add(_ source: Store) {
+            var store = source
+            for d in store.departments.indices {
+                for h in store.departments[d].shelves.indices {
+                    store.departments[d].shelves[h].products =
+                        EncodedCatalog.served(store.departments[d].shelves[h].products, imageBaseURL: imageBaseURL)
+                }
+            }
             let city = cityByUID[store.summary.cityUID]
                 ?? City(uid: store.summary.cityUID, code: "", name: "", stores: [], defaultStoreUID: "")
             stores[store.uid] = StoreSegments(store, city: city, version: version, layoutVersion: version)
@@ -271,18 +305,21 @@ public final class EncodedCatalog: Sendable {
                 }
             }
         }
-        self.init(
-            version: version,
-            listCitiesBody: BodyEncoder.listCities(CityList(cities: catalog.cities, catalogVersion: 0)),
-            stores: stores, shelfIndex: ShelfIndex(locations),
-            serverInfoStaticBody: BodyEncoder.serverInfo(ServerInfo(
-                serverVersion: serverVersion, protocolVersion: ProtocolInfo.version, uptimeMilliseconds: 0,
-                catalogVersion: 0, methods: MethodField.allCases.map(\.methodName))),
-            defaultStoreByCityCode: Dictionary(catalog.cities.map { ($0.code.uppercased(), $0.defaultStoreUID) },
-                                               uniquingKeysWith: { a, _ in a }),
-            defaultStoreByCityUID: Dictionary(catalog.cities.map { ($0.uid, $0.defaultStoreUID) },
-                                              uniquingKeysWith: { a, _ in a }),
-            imageBaseURL: imageBaseURL)
+
+        func finish(serverVersion: String) -> EncodedCatalog {
+            EncodedCatalog(
+                version: version,
+                listCitiesBody: BodyEncoder.listCities(CityList(cities: cities, catalogVersion: 0)),
+                stores: stores, shelfIndex: ShelfIndex(locations),
+                serverInfoStaticBody: BodyEncoder.serverInfo(ServerInfo(
+                    serverVersion: serverVersion, protocolVersion: ProtocolInfo.version, uptimeMilliseconds: 0,
+                    catalogVersion: 0, methods: MethodField.allCases.map(\.methodName))),
+                defaultStoreByCityCode: Dictionary(cities.map { ($0.code.uppercased(), $0.defaultStoreUID) },
+                                                   uniquingKeysWith: { a, _ in a }),
+                defaultStoreByCityUID: Dictionary(cities.map { ($0.uid, $0.defaultStoreUID) },
+                                                  uniquingKeysWith: { a, _ in a }),
+                imageBaseURL: imageBaseURL)
+        }
     }
 
     /// Products as answers show them: sorted by name (GetShelf promises

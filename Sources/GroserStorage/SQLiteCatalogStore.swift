@@ -105,6 +105,8 @@ public final class SQLiteCatalogStore: CatalogStore {
                     try db.execute("""
                         ALTER TABLE products ADD COLUMN changed_version INTEGER NOT NULL DEFAULT 0;
                         CREATE INDEX products_by_change ON products(changed_version);
+                        CREATE INDEX departments_by_store ON departments(store_uid, position);
+                        CREATE INDEX shelves_by_department ON shelves(department_uid, position);
                         """)
                 default: break
                 }
@@ -225,57 +227,54 @@ public final class SQLiteCatalogStore: CatalogStore {
         }
     }
 
-    public func loadCatalog() throws(StorageError) -> (catalog: Catalog, version: UInt64) {
-        try connection.withLock { (db) throws(StorageError) -> (catalog: Catalog, version: UInt64) in
-            // One read transaction, so the version matches the rows.
+    public func loadCatalog(_ visit: (CatalogPart) throws(StorageError) -> Void) throws(StorageError) {
+        try connection.withLock { (db) throws(StorageError) in
             try db.execute("BEGIN")
             defer { try? db.execute("COMMIT") }
             let v = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
             guard try v.step() else { throw StorageError("the database has no catalog version") }
             let version = UInt64(v.int(0))
-
-            var productsByShelf: [String: [Product]] = [:]
-            let p = try db.prepare("""
-                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock FROM products
-                """)
-            while try p.step() {
-                let product = Self.product(p)
-                productsByShelf[product.shelfUID, default: []].append(product)
-            }
-
-            var shelvesByDepartment: [String: [Shelf]] = [:]
-            let h = try db.prepare("SELECT uid, department_uid, name FROM shelves ORDER BY department_uid, position")
-            while try h.step() {
-                let products = (productsByShelf[h.text(0)] ?? []).sorted { $0.name < $1.name }
-                shelvesByDepartment[h.text(1), default: []].append(
-                    Shelf(uid: h.text(0), name: h.text(2), productCount: UInt32(products.count), products: products))
-            }
-
-            var departmentsByStore: [String: [Department]] = [:]
-            let d = try db.prepare("SELECT uid, store_uid, name FROM departments ORDER BY store_uid, position")
-            while try d.step() {
-                departmentsByStore[d.text(1), default: []].append(
-                    Department(uid: d.text(0), name: d.text(2), shelves: shelvesByDepartment[d.text(0)] ?? []))
-            }
-
-            var stores: [Store] = []
+            var summaries: [StoreSummary] = []
             var summariesByCity: [String: [StoreSummary]] = [:]
             let s = try db.prepare("SELECT uid, city_uid, name, chain, address FROM stores ORDER BY position")
             while try s.step() {
-                let summary = StoreSummary(uid: s.text(0), name: s.text(2), chain: s.text(3),
-                                           address: s.text(4), cityUID: s.text(1))
+                let summary = StoreSummary(uid: s.text(0), name: s.text(2), chain: s.text(3), address: s.text(4), cityUID: s.text(1))
+                summaries.append(summary)
                 summariesByCity[summary.cityUID, default: []].append(summary)
-                stores.append(Store(summary: summary, departments: departmentsByStore[summary.uid] ?? []))
             }
-
             var cities: [City] = []
             let c = try db.prepare("SELECT uid, code, name, default_store_uid FROM cities ORDER BY code")
             while try c.step() {
                 cities.append(City(uid: c.text(0), code: c.text(1), name: c.text(2),
                                    stores: summariesByCity[c.text(0)] ?? [], defaultStoreUID: c.text(3)))
             }
-            return (Catalog(cities: cities, stores: stores), version)
+            try visit(.cities(cities, version: version))
+            let d = try db.prepare("SELECT uid, name FROM departments WHERE store_uid = ? ORDER BY position")
+            let h = try db.prepare("SELECT uid, name FROM shelves WHERE department_uid = ? ORDER BY position")
+            let p = try db.prepare("""
+                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                       stock, often_out_of_stock FROM products WHERE shelf_uid = ? ORDER BY name
+                """)
+            for summary in summaries {
+                var departments: [Department] = []
+                d.bind(.text(summary.uid))
+                var departmentRows: [(String, String)] = []
+                while try d.step() { departmentRows.append((d.text(0), d.text(1))) }
+                for (duid, dname) in departmentRows {
+                    var shelves: [Shelf] = []
+                    h.bind(.text(duid))
+                    var shelfRows: [(String, String)] = []
+                    while try h.step() { shelfRows.append((h.text(0), h.text(1))) }
+                    for (huid, hname) in shelfRows {
+                        var products: [Product] = []
+                        p.bind(.text(huid))
+                        while try p.step() { products.append(Self.product(p)) }
+                        shelves.append(Shelf(uid: huid, name: hname, productCount: UInt32(products.count), products: products))
+                    }
+                    departments.append(Department(uid: duid, name: dname, shelves: shelves))
+                }
+                try visit(.store(Store(summary: summary, departments: departments)))
+            }
         }
     }
 }

@@ -28,8 +28,8 @@ struct CommitQueueTests {
             return try body(FakeTransaction(store: self))
         }
 
-        func loadCatalog() throws(StorageError) -> (catalog: Catalog, version: UInt64) {
-            (Catalog(cities: [], stores: []), 1)
+        func loadCatalog(_ visit: (CatalogPart) throws(StorageError) -> Void) throws(StorageError) {
+            try visit(.cities([], version: 1))
         }
 
         func catalogVersion() throws(StorageError) -> UInt64 { 1 }

@@ -65,6 +65,8 @@ struct PrivateStorageTests {
             INSERT INTO carts(session, store_uid, version) VALUES ('\(token)', 'store-spb-1', 3);
             INSERT INTO idempotency VALUES ('\(token)', 'k', 'f', 1, x'00');
             DROP INDEX products_by_change;
+            DROP INDEX departments_by_store;
+            DROP INDEX shelves_by_department;
             ALTER TABLE products DROP COLUMN changed_version;
             PRAGMA user_version = 2;
             """)
