@@ -3,7 +3,9 @@ import GroserSystem
 
 /// Options every subcommand takes.
 struct GlobalOptions {
-    var socketPath = GroserClient.defaultSocketPath()
+    /// The socket named with --socket; nil for $GROSER_SOCKET or the
+    /// per-user default (whose directory the client checks first).
+    var socketPath: String?
     var timeout = 10.0
     var json = false
 
@@ -32,7 +34,10 @@ struct Context {
     var settingsPath: String
     var out: (String) -> Void
 
-    func client() -> GroserClient { GroserClient(socketPath: options.socketPath, timeout: options.timeout) }
+    func client() -> GroserClient {
+        if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout) }
+        return GroserClient(timeout: options.timeout)
+    }
 }
 
 /// A subcommand: its name, help, options, and what it does.
@@ -158,9 +163,10 @@ enum Commands {
         validate: { (parsed, help) throws(UsageError) in
             try noPositionals(parsed, help)
             return { (ctx) throws in
-                let v = try ctx.client().serverInfo()
+                let client = ctx.client()
+                let v = try client.serverInfo()
                 ctx.out(ctx.options.json ? ProtoJSON.serverInfo(v).rendered() + "\n"
-                                         : HumanOutput.info(v, socket: ctx.options.socketPath))
+                                         : HumanOutput.info(v, socket: client.socketPath))
             }
         })
 
