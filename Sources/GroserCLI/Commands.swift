@@ -38,6 +38,12 @@ struct Context {
         if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout) }
         return GroserClient(timeout: options.timeout)
     }
+
+    /// The session saved for `client`'s daemon. A legacy `session=` line
+    /// stands in for the default socket, however it was named.
+    func savedSession(_ settings: ClientSettings, _ client: GroserClient) -> String? {
+        settings.session(for: client.socketPath, isDefaultSocket: client.socketPath == GroserClient.defaultSocketPath())
+    }
 }
 
 /// A subcommand: its name, help, options, and what it does.
@@ -103,8 +109,7 @@ enum Commands {
                 if let city { selector = .cityCode(city) }
                 else if let store { selector = .storeUID(store) }
                 else {
-                    let saved = try? ClientSettings.load(from: ctx.settingsPath)
-                    guard let code = saved?.cityCode else {
+                    guard let code = try ClientSettings.load(from: ctx.settingsPath).cityCode else {
                         throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
                     }
                     selector = .cityCode(code)
@@ -143,11 +148,7 @@ enum Commands {
                     let codes = list.cities.map(\.code).joined(separator: ", ")
                     throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"; the cities are \(codes)."))
                 }
-                var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
-                settings.cityCode = city.code
-                do { try settings.save(to: ctx.settingsPath) } catch {
-                    throw GroserError.transport("cannot save \(ctx.settingsPath): \(error)")
-                }
+                try ClientSettings.update(at: ctx.settingsPath) { $0.cityCode = city.code }
                 if ctx.options.json {
                     ctx.out(JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
                                          ("settingsPath", .string(ctx.settingsPath))]).rendered() + "\n")

@@ -144,7 +144,8 @@ extension Commands {
             if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
             return { ctx in
                 let client = ctx.client()
-                guard let session = (try? ClientSettings.load(from: ctx.settingsPath))?.session else {
+                let settings = try ClientSettings.load(from: ctx.settingsPath)
+                guard let session = ctx.savedSession(settings, client) else {
                     ctx.out(ctx.options.json ? JSON.object([("orders", .array([]))]).rendered() + "\n" : "No orders yet.\n")
                     return
                 }
@@ -247,26 +248,25 @@ func parseAmount(_ text: String) -> Int64? {
     return o1 || o2 ? nil : total
 }
 
-/// Runs `body` with the saved session (opening and saving one on first use,
-/// or when groserd no longer knows the saved one) and the chosen store.
+/// Runs `body` with the session saved for this daemon's socket (opening
+/// and saving one on first use, or when groserd no longer knows the saved
+/// one) and the chosen store. Sessions of other daemons are left alone.
 func withSession(_ ctx: Context, _ choice: StoreChoice,
                  _ body: (GroserClient, String, String) throws -> Void) throws {
     let client = ctx.client()
-    var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
+    let settings = try ClientSettings.load(from: ctx.settingsPath)
     let storeUID = try choice.resolve(client, settings: settings)
+    let saved = ctx.savedSession(settings, client)
     func fresh() throws -> String {
         let token = try client.openSession()
-        settings.session = token
-        do { try settings.save(to: ctx.settingsPath) } catch {
-            throw GroserError.transport("cannot save the session in \(ctx.settingsPath): \(error)")
-        }
+        try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = token }
         return token
     }
-    let session = try settings.session ?? fresh()
+    let session = try saved ?? fresh()
     do {
         try body(client, session, storeUID)
-    } catch GroserError.server(let status) where status.code == .unauthenticated && settings.session == session {
-        StandardStreams.err("groser-client: groserd does not know the saved session; opened a new one\n")
+    } catch GroserError.server(let status) where status.code == .unauthenticated && saved == session {
+        StandardStreams.err("groser-client: groserd at \(client.socketPath) does not know the session saved for it; opened a new one\n")
         try body(client, try fresh(), storeUID)
     }
 }
