@@ -44,6 +44,12 @@ struct Context {
     func savedSession(_ settings: ClientSettings, _ client: GroserClient) -> String? {
         settings.session(for: client.socketPath, isDefaultSocket: client.socketPath == GroserClient.defaultSocketPath())
     }
+
+    /// Writes an answer: Protobuf's JSON mapping with --json, else text for
+    /// people (whose server strings `TerminalText` has escaped).
+    func print(json: @autoclosure () -> JSON, human: @autoclosure () -> TerminalText) {
+        out(options.json ? json().rendered() + "\n" : human().text)
+    }
 }
 
 /// A subcommand: its name, help, options, and what it does.
@@ -82,7 +88,7 @@ enum Commands {
             try noPositionals(parsed, help)
             return { (ctx) throws in
                 let list = try ctx.client().listCities()
-                ctx.out(ctx.options.json ? ProtoJSON.cityList(list).rendered() + "\n" : HumanOutput.cities(list))
+                ctx.print(json: ProtoJSON.cityList(list), human: HumanOutput.cities(list))
             }
         })
 
@@ -115,8 +121,7 @@ enum Commands {
                     selector = .cityCode(code)
                 }
                 let v = try ctx.client().store(selector, includeProducts: products)
-                ctx.out(ctx.options.json ? ProtoJSON.storeCatalog(v).rendered() + "\n"
-                                         : HumanOutput.store(v, includeProducts: products))
+                ctx.print(json: ProtoJSON.storeCatalog(v), human: HumanOutput.store(v, includeProducts: products))
             }
         })
 
@@ -130,7 +135,7 @@ enum Commands {
             }
             return { (ctx) throws in
                 let v = try ctx.client().shelf(uid)
-                ctx.out(ctx.options.json ? ProtoJSON.shelfContents(v).rendered() + "\n" : HumanOutput.shelf(v))
+                ctx.print(json: ProtoJSON.shelfContents(v), human: HumanOutput.shelf(v))
             }
         })
 
@@ -149,12 +154,9 @@ enum Commands {
                     throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"; the cities are \(codes)."))
                 }
                 try ClientSettings.update(at: ctx.settingsPath) { $0.cityCode = city.code }
-                if ctx.options.json {
-                    ctx.out(JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
-                                         ("settingsPath", .string(ctx.settingsPath))]).rendered() + "\n")
-                } else {
-                    ctx.out("City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
-                }
+                ctx.print(json: JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
+                                             ("settingsPath", .string(ctx.settingsPath))]),
+                          human: "City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
             }
         })
 
@@ -166,8 +168,7 @@ enum Commands {
             return { (ctx) throws in
                 let client = ctx.client()
                 let v = try client.serverInfo()
-                ctx.out(ctx.options.json ? ProtoJSON.serverInfo(v).rendered() + "\n"
-                                         : HumanOutput.info(v, socket: client.socketPath))
+                ctx.print(json: ProtoJSON.serverInfo(v), human: HumanOutput.info(v, socket: client.socketPath))
             }
         })
 
