@@ -161,7 +161,7 @@ struct SocketDirectoryTests {
     }
 
     @Test("the issue's attack fails with two real users: groserd refuses, groser-client refuses; a correct directory works",
-          .enabled(if: canRunAsOtherUsers, "skipped: needs root and /usr/bin/setpriv to run groserd and groser-client as two users"),
+          .enabled(if: canRunAsOtherUsers, "needs root and /usr/bin/setpriv to run groserd and groser-client as two users"),
           arguments: Attack.allCases)
     func theAttackFailsWithTwoRealUsers(_ attack: Attack) throws {
         try #require(getpwuid(Self.victim) == nil, "uid \(Self.victim) is a real account here; pick another")
