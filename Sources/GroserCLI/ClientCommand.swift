@@ -83,16 +83,18 @@ public enum ClientCommand {
             try action(context)
             return 0
         } catch let error as UsageError {
-            err("groser-client \(name): \(error.message)\n")
+            err("groser-client \(name): \(Terminal.safe(error.message))\n")
             return 2
         } catch is Cancelled {
             err("groser-client \(name): cancelled; nothing was changed\n")
             return 1
         } catch GroserError.server(let status) {
-            err("groser-client \(name): \(status.code): \(status.message)\n")
+            // The message is the server's: escaped, and kept to one line.
+            err("groser-client \(name): \(status.code): \(Terminal.safe(status.message))\n")
             return 64 + status.code.rawValue
         } catch {
-            err("groser-client \(name): \(error)\n")
+            // Settings errors quote the file; others may quote the server.
+            err("groser-client \(name): \(Terminal.safe("\(error)"))\n")
             return 1
         }
     }

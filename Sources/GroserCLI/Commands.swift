@@ -3,7 +3,9 @@ import GroserSystem
 
 /// Options every subcommand takes.
 struct GlobalOptions {
-    var socketPath = GroserClient.defaultSocketPath()
+    /// The socket named with --socket; nil for $GROSER_SOCKET or the
+    /// per-user default (whose directory the client checks first).
+    var socketPath: String?
     var timeout = 10.0
     var json = false
 
@@ -32,7 +34,22 @@ struct Context {
     var settingsPath: String
     var out: (String) -> Void
 
-    func client() -> GroserClient { GroserClient(socketPath: options.socketPath, timeout: options.timeout) }
+    func client() -> GroserClient {
+        if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout) }
+        return GroserClient(timeout: options.timeout)
+    }
+
+    /// The session saved for `client`'s daemon. A legacy `session=` line
+    /// stands in for the default socket, however it was named.
+    func savedSession(_ settings: ClientSettings, _ client: GroserClient) -> String? {
+        settings.session(for: client.socketPath, isDefaultSocket: client.socketPath == GroserClient.defaultSocketPath())
+    }
+
+    /// Writes an answer: Protobuf's JSON mapping with --json, else text for
+    /// people (whose server strings `TerminalText` has escaped).
+    func print(json: @autoclosure () -> JSON, human: @autoclosure () -> TerminalText) {
+        out(options.json ? json().rendered() + "\n" : human().text)
+    }
 }
 
 /// A subcommand: its name, help, options, and what it does.
@@ -71,7 +88,7 @@ enum Commands {
             try noPositionals(parsed, help)
             return { (ctx) throws in
                 let list = try ctx.client().listCities()
-                ctx.out(ctx.options.json ? ProtoJSON.cityList(list).rendered() + "\n" : HumanOutput.cities(list))
+                ctx.print(json: ProtoJSON.cityList(list), human: HumanOutput.cities(list))
             }
         })
 
@@ -98,15 +115,13 @@ enum Commands {
                 if let city { selector = .cityCode(city) }
                 else if let store { selector = .storeUID(store) }
                 else {
-                    let saved = try? ClientSettings.load(from: ctx.settingsPath)
-                    guard let code = saved?.cityCode else {
+                    guard let code = try ClientSettings.load(from: ctx.settingsPath).cityCode else {
                         throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
                     }
                     selector = .cityCode(code)
                 }
                 let v = products ? try ctx.client().storeWithProducts(selector) : try ctx.client().store(selector)
-                ctx.out(ctx.options.json ? ProtoJSON.storeCatalog(v).rendered() + "\n"
-                                         : HumanOutput.store(v, includeProducts: products))
+                ctx.print(json: ProtoJSON.storeCatalog(v), human: HumanOutput.store(v, includeProducts: products))
             }
         })
 
@@ -120,7 +135,7 @@ enum Commands {
             }
             return { (ctx) throws in
                 let v = try ctx.client().shelf(uid)
-                ctx.out(ctx.options.json ? ProtoJSON.shelfContents(v).rendered() + "\n" : HumanOutput.shelf(v))
+                ctx.print(json: ProtoJSON.shelfContents(v), human: HumanOutput.shelf(v))
             }
         })
 
@@ -138,17 +153,10 @@ enum Commands {
                     let codes = list.cities.map(\.code).joined(separator: ", ")
                     throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"; the cities are \(codes)."))
                 }
-                var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
-                settings.cityCode = city.code
-                do { try settings.save(to: ctx.settingsPath) } catch {
-                    throw GroserError.transport("cannot save \(ctx.settingsPath): \(error)")
-                }
-                if ctx.options.json {
-                    ctx.out(JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
-                                         ("settingsPath", .string(ctx.settingsPath))]).rendered() + "\n")
-                } else {
-                    ctx.out("City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
-                }
+                try ClientSettings.update(at: ctx.settingsPath) { $0.cityCode = city.code }
+                ctx.print(json: JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
+                                             ("settingsPath", .string(ctx.settingsPath))]),
+                          human: "City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
             }
         })
 
@@ -158,9 +166,9 @@ enum Commands {
         validate: { (parsed, help) throws(UsageError) in
             try noPositionals(parsed, help)
             return { (ctx) throws in
-                let v = try ctx.client().serverInfo()
-                ctx.out(ctx.options.json ? ProtoJSON.serverInfo(v).rendered() + "\n"
-                                         : HumanOutput.info(v, socket: ctx.options.socketPath))
+                let client = ctx.client()
+                let v = try client.serverInfo()
+                ctx.print(json: ProtoJSON.serverInfo(v), human: HumanOutput.info(v, socket: client.socketPath))
             }
         })
 

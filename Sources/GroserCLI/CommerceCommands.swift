@@ -59,7 +59,7 @@ extension Commands {
                         guard let line = current.lines.first(where: { $0.productUID == words[1] }) else {
                             throw GroserError.server(Status(.notFound, "The product \"\(words[1])\" is not in the cart."))
                         }
-                        guard Terminal.confirm("Remove \(line.name) from the cart?") else {
+                        guard Terminal.confirm(TerminalText("Remove \(line.name) from the cart?").text) else {
                             throw Cancelled()
                         }
                     }
@@ -120,7 +120,7 @@ extension Commands {
                         number = Terminal.readLine()
                         cvc = Terminal.readLine()
                     } else {
-                        StandardStreams.err("Paying \(HumanOutput.price(cart.subtotal)) for \(cart.itemCount) items at \(storeUID).\n")
+                        StandardStreams.err(TerminalText("Paying \(HumanOutput.price(cart.subtotal)) for \(cart.itemCount) items at \(storeUID).\n").text)
                         number = Terminal.readSecret(prompt: "Card number: ")
                         cvc = Terminal.readSecret(prompt: "CVC: ")
                     }
@@ -131,8 +131,8 @@ extension Commands {
                         session: session, storeUID: storeUID, expectedVersion: cart.version, deliveryAddress: address,
                         card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
                         idempotencyKey: newKey()))
-                    ctx.out(ctx.options.json ? JSON.object([("order", ProtoJSON.order(order))]).rendered() + "\n"
-                                             : "Order \(order.number) placed.\n" + HumanOutput.order(order))
+                    ctx.print(json: JSON.object([("order", ProtoJSON.order(order))]),
+                              human: "Order \(order.number) placed.\n\(HumanOutput.order(order))")
                 }
             }
         })
@@ -144,16 +144,15 @@ extension Commands {
             if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
             return { ctx in
                 let client = ctx.client()
-                guard let session = (try? ClientSettings.load(from: ctx.settingsPath))?.session else {
-                    ctx.out(ctx.options.json ? JSON.object([("orders", .array([]))]).rendered() + "\n" : "No orders yet.\n")
+                let settings = try ClientSettings.load(from: ctx.settingsPath)
+                guard let session = ctx.savedSession(settings, client) else {
+                    ctx.print(json: JSON.object([("orders", .array([]))]), human: "No orders yet.\n")
                     return
                 }
                 let orders = try client.orders(session: session)
-                if ctx.options.json {
-                    ctx.out(JSON.object([("orders", .array(orders.map(ProtoJSON.order)))]).rendered() + "\n")
-                } else {
-                    ctx.out(orders.isEmpty ? "No orders yet.\n" : orders.map(HumanOutput.order).joined(separator: "\n"))
-                }
+                ctx.print(json: JSON.object([("orders", .array(orders.map(ProtoJSON.order)))]),
+                          human: orders.isEmpty ? "No orders yet.\n"
+                                                : TerminalText.joined(orders.map(HumanOutput.order), separator: "\n"))
             }
         })
 
@@ -187,12 +186,9 @@ extension Commands {
             guard price != nil || stock != nil else { throw UsageError("give --price, --stock or both", help: help) }
             return { ctx in
                 let r = try ctx.client().setProduct(ProductUpdate(productUID: product, priceMinorUnits: price, stock: stock))
-                if ctx.options.json {
-                    ctx.out(JSON.object([("product", ProtoJSON.product(r.product)), ("stock", .uint32(r.stock)),
-                                         ("catalogVersion", .uint64(r.catalogVersion))]).rendered() + "\n")
-                } else {
-                    ctx.out("\(r.product.name): \(HumanOutput.price(r.product.price)), stock \(r.stock) · catalog version \(r.catalogVersion)\n")
-                }
+                ctx.print(json: JSON.object([("product", ProtoJSON.product(r.product)), ("stock", .uint32(r.stock)),
+                                             ("catalogVersion", .uint64(r.catalogVersion))]),
+                          human: "\(r.product.name): \(HumanOutput.price(r.product.price)), stock \(r.stock) · catalog version \(r.catalogVersion)\n")
             }
         })
 }
@@ -247,26 +243,25 @@ func parseAmount(_ text: String) -> Int64? {
     return o1 || o2 ? nil : total
 }
 
-/// Runs `body` with the saved session (opening and saving one on first use,
-/// or when groserd no longer knows the saved one) and the chosen store.
+/// Runs `body` with the session saved for this daemon's socket (opening
+/// and saving one on first use, or when groserd no longer knows the saved
+/// one) and the chosen store. Sessions of other daemons are left alone.
 func withSession(_ ctx: Context, _ choice: StoreChoice,
                  _ body: (GroserClient, String, String) throws -> Void) throws {
     let client = ctx.client()
-    var settings = (try? ClientSettings.load(from: ctx.settingsPath)) ?? ClientSettings()
+    let settings = try ClientSettings.load(from: ctx.settingsPath)
     let storeUID = try choice.resolve(client, settings: settings)
+    let saved = ctx.savedSession(settings, client)
     func fresh() throws -> String {
         let token = try client.openSession()
-        settings.session = token
-        do { try settings.save(to: ctx.settingsPath) } catch {
-            throw GroserError.transport("cannot save the session in \(ctx.settingsPath): \(error)")
-        }
+        try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = token }
         return token
     }
-    let session = try settings.session ?? fresh()
+    let session = try saved ?? fresh()
     do {
         try body(client, session, storeUID)
-    } catch GroserError.server(let status) where status.code == .unauthenticated && settings.session == session {
-        StandardStreams.err("groser-client: groserd does not know the saved session; opened a new one\n")
+    } catch GroserError.server(let status) where status.code == .unauthenticated && saved == session {
+        StandardStreams.err(TerminalText("groser-client: groserd at \(client.socketPath) does not know the session saved for it; opened a new one\n").text)
         try body(client, try fresh(), storeUID)
     }
 }
@@ -276,6 +271,6 @@ func withCart(_ ctx: Context, _ choice: StoreChoice,
               _ body: @escaping (GroserClient, String, String) throws -> Cart) throws {
     try withSession(ctx, choice) { client, session, storeUID in
         let cart = try body(client, session, storeUID)
-        ctx.out(ctx.options.json ? JSON.object([("cart", ProtoJSON.cart(cart))]).rendered() + "\n" : HumanOutput.cart(cart))
+        ctx.print(json: JSON.object([("cart", ProtoJSON.cart(cart))]), human: HumanOutput.cart(cart))
     }
 }

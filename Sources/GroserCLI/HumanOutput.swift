@@ -1,6 +1,8 @@
 import GroserClient
+import GroserSystem
 
-/// Output for people: trees, aligned columns, prices as "89.90 ₽".
+/// Output for people: trees, aligned columns, prices as "89.90 ₽". Every
+/// string from the server enters it through `TerminalText`, escaped.
 public enum HumanOutput {
     /// "89.90 ₽" for RUB; "12.50 USD" for currencies without a symbol here.
     public static func price(_ money: Money) -> String {
@@ -20,7 +22,7 @@ public enum HumanOutput {
 
     static func size(_ p: Product) -> String { "\(p.unitSize) \(p.unit)" }
 
-    static func cities(_ list: CityList) -> String {
+    static func cities(_ list: CityList) -> TerminalText {
         var rows: [[String]] = [["CODE", "CITY", "STORES", "DEFAULT STORE"]]
         for c in list.cities {
             let def = c.stores.first { $0.uid == c.defaultStoreUID }
@@ -29,38 +31,38 @@ public enum HumanOutput {
         return table(rows)
     }
 
-    static func store(_ v: StoreCatalog, includeProducts: Bool) -> String {
+    static func store(_ v: StoreCatalog, includeProducts: Bool) -> TerminalText {
         let s = v.store
         let shelves = s.departments.reduce(0) { $0 + $1.shelves.count }
         let products = s.departments.reduce(0) { $0 + $1.shelves.reduce(0) { $0 + Int($1.productCount) } }
-        var out = "\(s.summary.name) · \(s.summary.chain) · \(s.uid)\n"
+        var out: TerminalText = "\(s.summary.name) · \(s.summary.chain) · \(s.uid)\n"
         out += "\(s.summary.address) · \(v.city.name) (\(v.city.code))\n"
         out += "\(s.departments.count) departments, \(shelves) shelves, \(products) products · catalog version \(v.catalogVersion)\n"
         for (di, d) in s.departments.enumerated() {
             let lastDept = di == s.departments.count - 1
-            out += (lastDept ? "└── " : "├── ") + d.name + "\n"
+            out += "\(lastDept ? "└── " : "├── ")\(d.name)\n"
             let deptPad = lastDept ? "    " : "│   "
             for (hi, h) in d.shelves.enumerated() {
                 let lastShelf = hi == d.shelves.count - 1
-                out += deptPad + (lastShelf ? "└── " : "├── ") + "\(h.name) · \(h.productCount) products · \(h.uid)\n"
+                out += "\(deptPad)\(lastShelf ? "└── " : "├── ")\(h.name) · \(h.productCount) products · \(h.uid)\n"
                 guard includeProducts else { continue }
                 let shelfPad = deptPad + (lastShelf ? "    " : "│   ")
                 for (pi, p) in h.products.enumerated() {
-                    out += shelfPad + (pi == h.products.count - 1 ? "└── " : "├── ") + productLine(p) + "\n"
+                    out += "\(shelfPad)\(pi == h.products.count - 1 ? "└── " : "├── ")\(productLine(p))\n"
                 }
             }
         }
         return out
     }
 
-    static func productLine(_ p: Product) -> String {
-        var line = "\(p.name) · \(size(p)) · \(price(p.price))"
+    static func productLine(_ p: Product) -> TerminalText {
+        var line: TerminalText = "\(p.name) · \(size(p)) · \(price(p.price))"
         if p.outOfStock { line += " · out of stock" } else if p.oftenOutOfStock { line += " · often out of stock" }
         return line + " · \(p.uid)"
     }
 
-    static func shelf(_ v: ShelfContents) -> String {
-        let out = "\(v.shelf.name) · \(v.shelf.productCount) products · \(v.shelf.uid) (store \(v.storeUID))\n"
+    static func shelf(_ v: ShelfContents) -> TerminalText {
+        let out: TerminalText = "\(v.shelf.name) · \(v.shelf.productCount) products · \(v.shelf.uid) (store \(v.storeUID))\n"
         var rows: [[String]] = [["PRODUCT", "BRAND", "SIZE", "PRICE", "STOCK", "UID"]]
         for p in v.shelf.products {
             rows.append([p.name, p.brand, size(p), price(p.price),
@@ -69,9 +71,9 @@ public enum HumanOutput {
         return out + table(rows, rightAligned: [3])
     }
 
-    static func cart(_ c: Cart) -> String {
+    static func cart(_ c: Cart) -> TerminalText {
         if c.lines.isEmpty { return "The cart at \(c.storeUID) is empty (version \(c.version)).\n" }
-        var out = "Cart at \(c.storeUID) · version \(c.version)\n"
+        var out: TerminalText = "Cart at \(c.storeUID) · version \(c.version)\n"
         var rows: [[String]] = [["PRODUCT", "UID", "PRICE", "QTY", "TOTAL", ""]]
         for l in c.lines {
             var note = ""
@@ -84,8 +86,8 @@ public enum HumanOutput {
         return out
     }
 
-    static func order(_ o: Order) -> String {
-        var out = "\(o.number) · \(o.cityCode) · \(o.storeUID) · \(date(o.createdAtUnix)) · \(o.cardBrand) •••• \(o.cardLast4)\n"
+    static func order(_ o: Order) -> TerminalText {
+        var out: TerminalText = "\(o.number) · \(o.cityCode) · \(o.storeUID) · \(date(o.createdAtUnix)) · \(o.cardBrand) •••• \(o.cardLast4)\n"
         out += "deliver to \(o.deliveryAddress)\n"
         var rows: [[String]] = [["PRODUCT", "PRICE", "QTY", "TOTAL"]]
         for l in o.lines { rows.append([l.name, price(l.unitPrice), String(l.quantity), price(l.lineTotal)]) }
@@ -111,7 +113,7 @@ public enum HumanOutput {
         return "\(y)-\(two(m))-\(two(d)) \(two(secs / 3600)):\(two(secs / 60 % 60)) UTC"
     }
 
-    static func info(_ v: ServerInfo, socket: String) -> String {
+    static func info(_ v: ServerInfo, socket: String) -> TerminalText {
         let seconds = v.uptimeMilliseconds / 1000
         return """
         server:           \(v.serverVersion)
@@ -124,12 +126,13 @@ public enum HumanOutput {
         """
     }
 
-    /// Columns padded to their widest cell (counted in characters).
-    static func table(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+    /// Columns padded to their widest cell (counted in characters, once escaped).
+    static func table(_ cells: [[String]], rightAligned: Set<Int> = []) -> TerminalText {
+        let rows = cells.map { $0.map(Terminal.safe) }
         guard let first = rows.first else { return "" }
         var widths = [Int](repeating: 0, count: first.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
-        var out = ""
+        var out: TerminalText = ""
         for row in rows {
             var line = ""
             for (i, cell) in row.enumerated() {
@@ -139,7 +142,8 @@ public enum HumanOutput {
                 if !isLast { line += "  " }
             }
             while line.last == " " { line.removeLast() }
-            out += line + "\n"
+            // The cells were escaped above, and the rest is spaces.
+            out += TerminalText(alreadySafe: line + "\n")
         }
         return out
     }

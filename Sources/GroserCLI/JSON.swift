@@ -26,6 +26,9 @@ indirect enum JSON {
         }
     }
 
+    /// A JSON string literal. Besides what JSON requires (", \\, and
+    /// U+0000–U+001F), DEL and the C1 controls (U+0080–U+009F) are written
+    /// as \\u00XX too, so `--json` output on a terminal cannot command it.
     static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
@@ -36,7 +39,7 @@ indirect enum JSON {
             case "\r": out += "\\r"
             case "\t": out += "\\t"
             default:
-                if scalar.value < 0x20 {
+                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
                 } else {

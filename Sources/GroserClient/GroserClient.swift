@@ -10,7 +10,9 @@ import GroserSystem
 /// that carry an idempotency key.
 public final class GroserClient: Sendable {
     /// The socket this client talks to.
-    public let socketPath: String
+    public var socketPath: String { location.path }
+    /// The socket, and whether it was named or is the per-user default.
+    public let location: SocketLocation
     /// The timeout of calls that do not give their own, in seconds.
     public let defaultTimeout: Double
 
@@ -22,21 +24,33 @@ public final class GroserClient: Sendable {
 
     private let state = Locked(State())
 
+    /// A client of the socket at `location`. When it is the per-user
+    /// default, its directory is checked before every connection, as
+    /// groserd checks it: a directory that is a symbolic link, belongs to
+    /// someone other than this user or root, or that group or others may
+    /// write to is refused (`GroserError.untrustedSocketDirectory`).
     /// - Parameters:
-    ///   - socketPath: groserd's socket; the default follows `GROSER_SOCKET`.
+    ///   - location: the socket; see `SocketLocation.fromEnvironment()`.
     ///   - timeout: seconds a call may take unless it says otherwise.
-    public init(socketPath: String = GroserClient.defaultSocketPath(), timeout: Double = 10) {
-        self.socketPath = socketPath
+    public init(location: SocketLocation, timeout: Double = 10) {
+        self.location = location
         self.defaultTimeout = timeout
+    }
+
+    /// A client of groserd's default socket: `$GROSER_SOCKET` (used as
+    /// given), else the per-user default (its directory checked).
+    public convenience init(timeout: Double = 10) {
+        self.init(location: .fromEnvironment(), timeout: timeout)
+    }
+
+    /// A client of the socket at `socketPath`, used as given.
+    public convenience init(socketPath: String, timeout: Double = 10) {
+        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout)
     }
 
     /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
     /// `/tmp/groser-<uid>/groserd.sock`: the same place groserd listens by default.
-    public static func defaultSocketPath() -> String {
-        if let path = ProcessInfo.environment("GROSER_SOCKET") { return path }
-        if let runtime = ProcessInfo.environment("XDG_RUNTIME_DIR") { return runtime + "/groser/groserd.sock" }
-        return "/tmp/groser-\(ProcessInfo.userID)/groserd.sock"
-    }
+    public static func defaultSocketPath() -> String { SocketLocation.fromEnvironment().path }
 
     /// Closes the connection; the next call opens a new one.
     public func close() {
@@ -187,6 +201,15 @@ public final class GroserClient: Sendable {
 
     private func connected(_ s: inout State) throws(GroserError) -> Socket {
         if let socket = s.socket { return socket }
+        if !location.isExplicit,
+           case .refused(let problem) = SocketDirectory.check(location.directory, .privateTo(owners: [ProcessInfo.userID, 0])) {
+            switch problem.reason {
+            case .symbolicLink, .ownedByAnotherUser, .writableByOthers:
+                throw .untrustedSocketDirectory(path: socketPath, reason: problem.description)
+            case .notADirectory, .cannotInspect:
+                break  // nothing can listen there; connect says why below
+            }
+        }
         switch Result(catching: { () throws(Errno) -> Socket in try Self.open(socketPath) }) {
         case .success(let socket):
             s.socket = socket

@@ -6,6 +6,9 @@ import GroserSystem
 public enum GroserError: Error, Sendable, CustomStringConvertible {
     /// Nothing accepts connections at the socket path.
     case cannotConnect(path: String, reason: String)
+    /// The default socket's directory is not safe to connect through:
+    /// another user could have put their own socket there.
+    case untrustedSocketDirectory(path: String, reason: String)
     /// The connection broke, or a frame could not be read.
     case transport(String)
     /// No answer within the call's timeout.
@@ -22,6 +25,9 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .cannotConnect(let path, let reason): "cannot connect to \(path): \(reason) (is groserd running?)"
+        case .untrustedSocketDirectory(let path, let reason):
+            "refusing to connect to \(path): \(reason), so another user could have put their own socket there; "
+                + "remove the directory if it is not yours, or name a socket you trust (--socket or GROSER_SOCKET)"
         case .transport(let what): "connection failed: \(what)"
         case .timedOut(let seconds): "no answer within \(Self.format(seconds)) s"
         case .server(let status): "\(status.code): \(status.message)"

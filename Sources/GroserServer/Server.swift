@@ -100,20 +100,47 @@ public final class Server: Sendable {
         logger.info("stopped; removed \(config.socketPath)")
     }
 
-    /// Creates the listening socket, refusing when a live daemon answers on
-    /// the path and replacing a stale socket file left by a crash.
-    private func bindListener() throws(ServerError) -> Socket {
-        let path = config.socketPath
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        if !directory.isEmpty, !Files.exists(directory) {
-            // With a socket group, its members must be able to reach the socket.
+    /// Makes sure the socket's directory may hold the socket, creating it
+    /// when missing: 0700, or 0710 with the socket group so its members can
+    /// reach the socket. The per-user default directory must be a real
+    /// directory (checked with lstat, also after creating it), owned by
+    /// groserd's user and writable by nobody else; otherwise another user
+    /// could have made it, or could later swap the socket for their own. A
+    /// named directory (`--socket`, `GROSER_SOCKET`) is the operator's
+    /// choice, but one that others may write to needs the sticky bit, as
+    /// /tmp has, for the same reason. Called before the store is opened, so
+    /// a refusal is groserd's only line; `start` calls it again.
+    public static func prepareSocketDirectory(_ config: ServerConfig) throws(ServerError) {
+        let directory = config.socket.directory
+        let policy: SocketDirectory.Policy = config.socket.isExplicit ? .named : .privateTo(owners: [ProcessInfo.userID])
+        if case .missing = SocketDirectory.check(directory, policy) {
             do {
-                try Files.makeDirectories(directory, mode: config.socketGroup == nil ? 0o700 : 0o710)
-                if let group = config.socketGroup { try Accounts.changeGroup(path: directory, to: group) }
+                try SocketDirectory.create(directory, mode: config.socketGroup == nil ? 0o700 : 0o710, group: config.socketGroup)
             } catch {
                 throw ServerError("cannot create the socket's directory \(directory): \(error)")
             }
         }
+        switch SocketDirectory.check(directory, policy) {
+        case .trusted: return
+        case .missing: throw ServerError("the socket's directory \(directory) vanished after it was created")
+        case .refused(let problem):
+            var line = "refusing the socket directory: \(problem)"
+            switch problem.reason {
+            case .symbolicLink, .ownedByAnotherUser, .writableByOthers:
+                line += config.socket.isExplicit
+                    ? "; another user could replace the socket there: use a directory only you can write to, or one with the sticky bit (chmod +t)"
+                    : "; another user could swap the socket for their own: remove it if you did not make it, or name a socket with --socket"
+            case .notADirectory, .cannotInspect: break
+            }
+            throw ServerError(line)
+        }
+    }
+
+    /// Creates the listening socket, refusing when a live daemon answers on
+    /// the path and replacing a stale socket file left by a crash.
+    private func bindListener() throws(ServerError) -> Socket {
+        let path = config.socketPath
+        try Self.prepareSocketDirectory(config)
         if Files.exists(path) {
             guard Files.isSocket(path) else {
                 throw ServerError("\(path) exists and is not a socket; refusing to replace it")

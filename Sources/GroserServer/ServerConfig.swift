@@ -2,7 +2,14 @@ import GroserSystem
 
 /// Everything `groserd` can be told on its command line.
 public struct ServerConfig: Sendable {
-    public var socketPath: String
+    /// The socket, and whether it was named or is the per-user default
+    /// (whose directory groserd creates and insists on owning).
+    public var socket: SocketLocation
+    /// The socket file's path; setting it names the socket explicitly.
+    public var socketPath: String {
+        get { socket.path }
+        set { socket = SocketLocation(path: newValue, isExplicit: true) }
+    }
     public var dataDirectory: String
     /// scheme://host:port put in front of relative product image URLs.
     public var imageBaseURL: String
@@ -28,14 +35,15 @@ public struct ServerConfig: Sendable {
     /// daemon's own user and root.
     public var adminGroup: UInt32?
 
-    public init(socketPath: String = ServerConfig.defaultSocketPath(),
+    /// - Parameter socketPath: nil for `$GROSER_SOCKET` or the per-user default.
+    public init(socketPath: String? = nil,
                 dataDirectory: String = ServerConfig.defaultDataDirectory(),
                 imageBaseURL: String = "http://localhost:8080",
                 maximumFrameBytes: Int = 4 * 1024 * 1024,
                 threads: Int = max(1, ProcessInfo.processorCount),
                 logLevel: LogLevel = .info,
                 maximumPendingOutputBytes: Int = 1024 * 1024) {
-        self.socketPath = socketPath
+        socket = socketPath.map { SocketLocation(path: $0, isExplicit: true) } ?? .fromEnvironment()
         self.dataDirectory = dataDirectory
         self.imageBaseURL = imageBaseURL
         self.maximumFrameBytes = maximumFrameBytes
@@ -46,11 +54,7 @@ public struct ServerConfig: Sendable {
 
     /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
     /// `/tmp/groser-<uid>/groserd.sock`. Shared by the daemon and its clients.
-    public static func defaultSocketPath() -> String {
-        if let path = ProcessInfo.environment("GROSER_SOCKET") { return path }
-        if let runtime = ProcessInfo.environment("XDG_RUNTIME_DIR") { return runtime + "/groser/groserd.sock" }
-        return "/tmp/groser-\(ProcessInfo.userID)/groserd.sock"
-    }
+    public static func defaultSocketPath() -> String { SocketLocation.fromEnvironment().path }
 
     /// `$XDG_DATA_HOME/groser`, else `~/.local/share/groser`.
     public static func defaultDataDirectory() -> String {

@@ -202,3 +202,28 @@ public enum Allocator {
     /// structure, such as a decoded catalog, is gone).
     public static func returnFreeMemory() { _ = malloc_trim(0) }
 }
+
+/// An exclusive `flock` on a directory, held until the value goes out of
+/// scope: processes that read, change and replace a file in the directory
+/// take it around the whole cycle, so none undoes another's change. The
+/// lock is on the directory itself, so no lock file is left beside the data.
+public struct DirectoryLock: ~Copyable {
+    private let descriptor: Int32
+
+    /// Waits until the lock on `directory` is free and takes it.
+    public init(_ directory: String) throws(Errno) {
+        let fd = try syscall { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        do {
+            _ = try syscall { flock(fd, LOCK_EX) }
+        } catch {
+            _ = close(fd)
+            throw error
+        }
+        descriptor = fd
+    }
+
+    deinit {
+        // Closing the only descriptor of the open file releases the lock.
+        _ = close(descriptor)
+    }
+}

@@ -23,6 +23,12 @@ do {
 }
 
 let logger = Logger.standardError(level: config.logLevel)
+// First of all: a socket directory another user could have made or could
+// write to is refused before anything else is opened or logged.
+do { try Server.prepareSocketDirectory(config) } catch {
+    logger.error("cannot start: \(error)")
+    exit(1)
+}
 // Room for --max-connections plus the database, the loops and the listener.
 let openFiles = ResourceLimits.raiseOpenFiles(to: UInt64(config.maximumConnections) + 64)
 if openFiles < UInt64(config.maximumConnections) + 16 {
