@@ -592,6 +592,366 @@ void   groser__v1__list_products_response__free_unpacked
   assert(message->base.descriptor == &groser__v1__list_products_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   groser__v1__catalog_record__init
+                     (Groser__V1__CatalogRecord         *message)
+{
+  static const Groser__V1__CatalogRecord init_value = GROSER__V1__CATALOG_RECORD__INIT;
+  *message = init_value;
+}
+size_t groser__v1__catalog_record__get_packed_size
+                     (const Groser__V1__CatalogRecord *message)
+{
+  assert(message->base.descriptor == &groser__v1__catalog_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__catalog_record__pack
+                     (const Groser__V1__CatalogRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__catalog_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__catalog_record__pack_to_buffer
+                     (const Groser__V1__CatalogRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__catalog_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__CatalogRecord *
+       groser__v1__catalog_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__CatalogRecord *)
+     protobuf_c_message_unpack (&groser__v1__catalog_record__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__catalog_record__free_unpacked
+                     (Groser__V1__CatalogRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__catalog_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__department_record__init
+                     (Groser__V1__DepartmentRecord         *message)
+{
+  static const Groser__V1__DepartmentRecord init_value = GROSER__V1__DEPARTMENT_RECORD__INIT;
+  *message = init_value;
+}
+size_t groser__v1__department_record__get_packed_size
+                     (const Groser__V1__DepartmentRecord *message)
+{
+  assert(message->base.descriptor == &groser__v1__department_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__department_record__pack
+                     (const Groser__V1__DepartmentRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__department_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__department_record__pack_to_buffer
+                     (const Groser__V1__DepartmentRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__department_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__DepartmentRecord *
+       groser__v1__department_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__DepartmentRecord *)
+     protobuf_c_message_unpack (&groser__v1__department_record__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__department_record__free_unpacked
+                     (Groser__V1__DepartmentRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__department_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__shelf_record__init
+                     (Groser__V1__ShelfRecord         *message)
+{
+  static const Groser__V1__ShelfRecord init_value = GROSER__V1__SHELF_RECORD__INIT;
+  *message = init_value;
+}
+size_t groser__v1__shelf_record__get_packed_size
+                     (const Groser__V1__ShelfRecord *message)
+{
+  assert(message->base.descriptor == &groser__v1__shelf_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__shelf_record__pack
+                     (const Groser__V1__ShelfRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__shelf_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__shelf_record__pack_to_buffer
+                     (const Groser__V1__ShelfRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__shelf_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ShelfRecord *
+       groser__v1__shelf_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ShelfRecord *)
+     protobuf_c_message_unpack (&groser__v1__shelf_record__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__shelf_record__free_unpacked
+                     (Groser__V1__ShelfRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__shelf_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__product_record__init
+                     (Groser__V1__ProductRecord         *message)
+{
+  static const Groser__V1__ProductRecord init_value = GROSER__V1__PRODUCT_RECORD__INIT;
+  *message = init_value;
+}
+size_t groser__v1__product_record__get_packed_size
+                     (const Groser__V1__ProductRecord *message)
+{
+  assert(message->base.descriptor == &groser__v1__product_record__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__product_record__pack
+                     (const Groser__V1__ProductRecord *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__product_record__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__product_record__pack_to_buffer
+                     (const Groser__V1__ProductRecord *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__product_record__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ProductRecord *
+       groser__v1__product_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ProductRecord *)
+     protobuf_c_message_unpack (&groser__v1__product_record__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__product_record__free_unpacked
+                     (Groser__V1__ProductRecord *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__product_record__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__import_catalog_request__init
+                     (Groser__V1__ImportCatalogRequest         *message)
+{
+  static const Groser__V1__ImportCatalogRequest init_value = GROSER__V1__IMPORT_CATALOG_REQUEST__INIT;
+  *message = init_value;
+}
+size_t groser__v1__import_catalog_request__get_packed_size
+                     (const Groser__V1__ImportCatalogRequest *message)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__import_catalog_request__pack
+                     (const Groser__V1__ImportCatalogRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__import_catalog_request__pack_to_buffer
+                     (const Groser__V1__ImportCatalogRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ImportCatalogRequest *
+       groser__v1__import_catalog_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ImportCatalogRequest *)
+     protobuf_c_message_unpack (&groser__v1__import_catalog_request__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__import_catalog_request__free_unpacked
+                     (Groser__V1__ImportCatalogRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__import_catalog_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__import_catalog_response__init
+                     (Groser__V1__ImportCatalogResponse         *message)
+{
+  static const Groser__V1__ImportCatalogResponse init_value = GROSER__V1__IMPORT_CATALOG_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t groser__v1__import_catalog_response__get_packed_size
+                     (const Groser__V1__ImportCatalogResponse *message)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__import_catalog_response__pack
+                     (const Groser__V1__ImportCatalogResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__import_catalog_response__pack_to_buffer
+                     (const Groser__V1__ImportCatalogResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__import_catalog_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ImportCatalogResponse *
+       groser__v1__import_catalog_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ImportCatalogResponse *)
+     protobuf_c_message_unpack (&groser__v1__import_catalog_response__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__import_catalog_response__free_unpacked
+                     (Groser__V1__ImportCatalogResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__import_catalog_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__export_catalog_request__init
+                     (Groser__V1__ExportCatalogRequest         *message)
+{
+  static const Groser__V1__ExportCatalogRequest init_value = GROSER__V1__EXPORT_CATALOG_REQUEST__INIT;
+  *message = init_value;
+}
+size_t groser__v1__export_catalog_request__get_packed_size
+                     (const Groser__V1__ExportCatalogRequest *message)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__export_catalog_request__pack
+                     (const Groser__V1__ExportCatalogRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__export_catalog_request__pack_to_buffer
+                     (const Groser__V1__ExportCatalogRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ExportCatalogRequest *
+       groser__v1__export_catalog_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ExportCatalogRequest *)
+     protobuf_c_message_unpack (&groser__v1__export_catalog_request__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__export_catalog_request__free_unpacked
+                     (Groser__V1__ExportCatalogRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__export_catalog_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__export_catalog_response__init
+                     (Groser__V1__ExportCatalogResponse         *message)
+{
+  static const Groser__V1__ExportCatalogResponse init_value = GROSER__V1__EXPORT_CATALOG_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t groser__v1__export_catalog_response__get_packed_size
+                     (const Groser__V1__ExportCatalogResponse *message)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__export_catalog_response__pack
+                     (const Groser__V1__ExportCatalogResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__export_catalog_response__pack_to_buffer
+                     (const Groser__V1__ExportCatalogResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__export_catalog_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ExportCatalogResponse *
+       groser__v1__export_catalog_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ExportCatalogResponse *)
+     protobuf_c_message_unpack (&groser__v1__export_catalog_response__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__export_catalog_response__free_unpacked
+                     (Groser__V1__ExportCatalogResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__export_catalog_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 static const ProtobufCFieldDescriptor groser__v1__status__field_descriptors[2] =
 {
   {
@@ -643,7 +1003,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[16] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[18] =
 {
   {
     "id",
@@ -837,16 +1197,42 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[16]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "import_catalog",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, import_catalog),
+    &groser__v1__import_catalog_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "export_catalog",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, export_catalog),
+    &groser__v1__export_catalog_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
   12,   /* field[12] = checkout */
   11,   /* field[11] = clear_cart */
   1,   /* field[1] = deadline_ms */
+  17,   /* field[17] = export_catalog */
   7,   /* field[7] = get_cart */
   5,   /* field[5] = get_shelf */
   4,   /* field[4] = get_store */
   0,   /* field[0] = id */
+  16,   /* field[16] = import_catalog */
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
   15,   /* field[15] = list_products */
@@ -860,7 +1246,7 @@ static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 16 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -870,14 +1256,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  16,
+  18,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[16] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[18] =
 {
   {
     "id",
@@ -1071,15 +1457,41 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[16
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "import_catalog",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, import_catalog),
+    &groser__v1__import_catalog_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "export_catalog",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, export_catalog),
+    &groser__v1__export_catalog_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
   12,   /* field[12] = checkout */
   11,   /* field[11] = clear_cart */
+  17,   /* field[17] = export_catalog */
   7,   /* field[7] = get_cart */
   5,   /* field[5] = get_shelf */
   4,   /* field[4] = get_store */
   0,   /* field[0] = id */
+  16,   /* field[16] = import_catalog */
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
   15,   /* field[15] = list_products */
@@ -1094,7 +1506,7 @@ static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 16 }
+  { 0, 18 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1104,7 +1516,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  16,
+  18,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,
@@ -1774,6 +2186,635 @@ const ProtobufCMessageDescriptor groser__v1__list_products_response__descriptor 
   groser__v1__list_products_response__field_indices_by_name,
   1,  groser__v1__list_products_response__number_ranges,
   (ProtobufCMessageInit) groser__v1__list_products_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__catalog_record__field_descriptors[6] =
+{
+  {
+    "line",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__CatalogRecord, line),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "city",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__CatalogRecord, record_case),
+    offsetof(Groser__V1__CatalogRecord, city),
+    &groser__v1__city__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__CatalogRecord, record_case),
+    offsetof(Groser__V1__CatalogRecord, store),
+    &groser__v1__store_summary__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "department",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__CatalogRecord, record_case),
+    offsetof(Groser__V1__CatalogRecord, department),
+    &groser__v1__department_record__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "shelf",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__CatalogRecord, record_case),
+    offsetof(Groser__V1__CatalogRecord, shelf),
+    &groser__v1__shelf_record__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "product",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__CatalogRecord, record_case),
+    offsetof(Groser__V1__CatalogRecord, product),
+    &groser__v1__product_record__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__catalog_record__field_indices_by_name[] = {
+  1,   /* field[1] = city */
+  3,   /* field[3] = department */
+  0,   /* field[0] = line */
+  5,   /* field[5] = product */
+  4,   /* field[4] = shelf */
+  2,   /* field[2] = store */
+};
+static const ProtobufCIntRange groser__v1__catalog_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 6 }
+};
+const ProtobufCMessageDescriptor groser__v1__catalog_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.CatalogRecord",
+  "CatalogRecord",
+  "Groser__V1__CatalogRecord",
+  "groser.v1",
+  sizeof(Groser__V1__CatalogRecord),
+  6,
+  groser__v1__catalog_record__field_descriptors,
+  groser__v1__catalog_record__field_indices_by_name,
+  1,  groser__v1__catalog_record__number_ranges,
+  (ProtobufCMessageInit) groser__v1__catalog_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__department_record__field_descriptors[3] =
+{
+  {
+    "uid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__DepartmentRecord, uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_uid",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__DepartmentRecord, store_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__DepartmentRecord, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__department_record__field_indices_by_name[] = {
+  2,   /* field[2] = name */
+  1,   /* field[1] = store_uid */
+  0,   /* field[0] = uid */
+};
+static const ProtobufCIntRange groser__v1__department_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__department_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.DepartmentRecord",
+  "DepartmentRecord",
+  "Groser__V1__DepartmentRecord",
+  "groser.v1",
+  sizeof(Groser__V1__DepartmentRecord),
+  3,
+  groser__v1__department_record__field_descriptors,
+  groser__v1__department_record__field_indices_by_name,
+  1,  groser__v1__department_record__number_ranges,
+  (ProtobufCMessageInit) groser__v1__department_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__shelf_record__field_descriptors[3] =
+{
+  {
+    "uid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ShelfRecord, uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "department_uid",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ShelfRecord, department_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "name",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ShelfRecord, name),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__shelf_record__field_indices_by_name[] = {
+  1,   /* field[1] = department_uid */
+  2,   /* field[2] = name */
+  0,   /* field[0] = uid */
+};
+static const ProtobufCIntRange groser__v1__shelf_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__shelf_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ShelfRecord",
+  "ShelfRecord",
+  "Groser__V1__ShelfRecord",
+  "groser.v1",
+  sizeof(Groser__V1__ShelfRecord),
+  3,
+  groser__v1__shelf_record__field_descriptors,
+  groser__v1__shelf_record__field_indices_by_name,
+  1,  groser__v1__shelf_record__number_ranges,
+  (ProtobufCMessageInit) groser__v1__shelf_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__product_record__field_descriptors[3] =
+{
+  {
+    "product",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ProductRecord, product),
+    &groser__v1__product__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stock",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ProductRecord, stock),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "barcode",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ProductRecord, barcode),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__product_record__field_indices_by_name[] = {
+  2,   /* field[2] = barcode */
+  0,   /* field[0] = product */
+  1,   /* field[1] = stock */
+};
+static const ProtobufCIntRange groser__v1__product_record__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__product_record__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ProductRecord",
+  "ProductRecord",
+  "Groser__V1__ProductRecord",
+  "groser.v1",
+  sizeof(Groser__V1__ProductRecord),
+  3,
+  groser__v1__product_record__field_descriptors,
+  groser__v1__product_record__field_indices_by_name,
+  1,  groser__v1__product_record__number_ranges,
+  (ProtobufCMessageInit) groser__v1__product_record__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__import_catalog_request__field_descriptors[5] =
+{
+  {
+    "import_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogRequest, import_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "records",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__ImportCatalogRequest, n_records),
+    offsetof(Groser__V1__ImportCatalogRequest, records),
+    &groser__v1__catalog_record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "replace",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogRequest, replace),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "commit",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogRequest, commit),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "abort",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogRequest, abort),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__import_catalog_request__field_indices_by_name[] = {
+  4,   /* field[4] = abort */
+  3,   /* field[3] = commit */
+  0,   /* field[0] = import_id */
+  1,   /* field[1] = records */
+  2,   /* field[2] = replace */
+};
+static const ProtobufCIntRange groser__v1__import_catalog_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 5 }
+};
+const ProtobufCMessageDescriptor groser__v1__import_catalog_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ImportCatalogRequest",
+  "ImportCatalogRequest",
+  "Groser__V1__ImportCatalogRequest",
+  "groser.v1",
+  sizeof(Groser__V1__ImportCatalogRequest),
+  5,
+  groser__v1__import_catalog_request__field_descriptors,
+  groser__v1__import_catalog_request__field_indices_by_name,
+  1,  groser__v1__import_catalog_request__number_ranges,
+  (ProtobufCMessageInit) groser__v1__import_catalog_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__import_catalog_response__field_descriptors[7] =
+{
+  {
+    "import_id",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, import_id),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "records",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, records),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "committed",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, committed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "catalog_version",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, catalog_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stores",
+    5,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, stores),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "products",
+    6,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, products),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "removed",
+    7,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ImportCatalogResponse, removed),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__import_catalog_response__field_indices_by_name[] = {
+  3,   /* field[3] = catalog_version */
+  2,   /* field[2] = committed */
+  0,   /* field[0] = import_id */
+  5,   /* field[5] = products */
+  1,   /* field[1] = records */
+  6,   /* field[6] = removed */
+  4,   /* field[4] = stores */
+};
+static const ProtobufCIntRange groser__v1__import_catalog_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 7 }
+};
+const ProtobufCMessageDescriptor groser__v1__import_catalog_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ImportCatalogResponse",
+  "ImportCatalogResponse",
+  "Groser__V1__ImportCatalogResponse",
+  "groser.v1",
+  sizeof(Groser__V1__ImportCatalogResponse),
+  7,
+  groser__v1__import_catalog_response__field_descriptors,
+  groser__v1__import_catalog_response__field_indices_by_name,
+  1,  groser__v1__import_catalog_response__number_ranges,
+  (ProtobufCMessageInit) groser__v1__import_catalog_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__export_catalog_request__field_descriptors[3] =
+{
+  {
+    "store_uid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ExportCatalogRequest, store_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_size",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT32,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ExportCatalogRequest, page_size),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "page_token",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ExportCatalogRequest, page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__export_catalog_request__field_indices_by_name[] = {
+  1,   /* field[1] = page_size */
+  2,   /* field[2] = page_token */
+  0,   /* field[0] = store_uid */
+};
+static const ProtobufCIntRange groser__v1__export_catalog_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__export_catalog_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ExportCatalogRequest",
+  "ExportCatalogRequest",
+  "Groser__V1__ExportCatalogRequest",
+  "groser.v1",
+  sizeof(Groser__V1__ExportCatalogRequest),
+  3,
+  groser__v1__export_catalog_request__field_descriptors,
+  groser__v1__export_catalog_request__field_indices_by_name,
+  1,  groser__v1__export_catalog_request__number_ranges,
+  (ProtobufCMessageInit) groser__v1__export_catalog_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__export_catalog_response__field_descriptors[3] =
+{
+  {
+    "records",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__ExportCatalogResponse, n_records),
+    offsetof(Groser__V1__ExportCatalogResponse, records),
+    &groser__v1__catalog_record__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "next_page_token",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ExportCatalogResponse, next_page_token),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "catalog_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ExportCatalogResponse, catalog_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__export_catalog_response__field_indices_by_name[] = {
+  2,   /* field[2] = catalog_version */
+  1,   /* field[1] = next_page_token */
+  0,   /* field[0] = records */
+};
+static const ProtobufCIntRange groser__v1__export_catalog_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__export_catalog_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ExportCatalogResponse",
+  "ExportCatalogResponse",
+  "Groser__V1__ExportCatalogResponse",
+  "groser.v1",
+  sizeof(Groser__V1__ExportCatalogResponse),
+  3,
+  groser__v1__export_catalog_response__field_descriptors,
+  groser__v1__export_catalog_response__field_indices_by_name,
+  1,  groser__v1__export_catalog_response__number_ranges,
+  (ProtobufCMessageInit) groser__v1__export_catalog_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCEnumValue groser__v1__status_code__enum_values_by_number[17] =

@@ -306,6 +306,8 @@ public final class FuzzHarness {
         case .getStore: .getStore
         case .getShelf: .getShelf
         case .listProducts: .listProducts
+        case .importCatalog: .importCatalog
+        case .exportCatalog: .exportCatalog
         case .openSession: .openSession
         case .getCart: .getCart
         case .addItem: .addItem
@@ -321,7 +323,7 @@ public final class FuzzHarness {
 
     static func bodyMatches(_ method: RequestMethod, _ body: ResponseBody) -> Bool {
         switch (method, body) {
-        case (.serverInfo, .serverInfo), (.listCities, .listCities), (.getStore, .getStore), (.getShelf, .getShelf), (.listProducts, .listProducts),
+        case (.serverInfo, .serverInfo), (.listCities, .listCities), (.getStore, .getStore), (.getShelf, .getShelf), (.listProducts, .listProducts), (.importCatalog, .importCatalog), (.exportCatalog, .exportCatalog),
              (.openSession, .openSession), (.getCart, .cart), (.addItem, .cart), (.setQuantity, .cart),
              (.removeItem, .cart), (.clearCart, .cart), (.checkout, .checkout), (.listOrders, .listOrders),
              (.setProduct, .setProduct):
@@ -369,7 +371,7 @@ struct Envelope {
             case (2, 2):
                 guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
                 (code, message) = s
-            case (10...23, 2):
+            case (10...25, 2):
                 guard delimited() != nil else { return nil }
                 bodyFields.append(UInt32(key >> 3))
             default:

@@ -136,6 +136,8 @@ public enum FuzzSeeds {
         case .getStore: "GetStore"
         case .getShelf: "GetShelf"
         case .listProducts: "ListProducts"
+        case .importCatalog: "ImportCatalog"
+        case .exportCatalog: "ExportCatalog"
         case .openSession: "OpenSession"
         case .getCart: "GetCart"
         case .addItem: "AddItem"

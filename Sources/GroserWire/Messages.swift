@@ -15,6 +15,10 @@ public enum RequestMethod: Sendable, Hashable {
     case getStore(selector: StoreSelector?, includeProducts: Bool, knownStoreVersion: UInt64 = 0)
     case getShelf(shelfUID: String, knownStoreVersion: UInt64 = 0)
     case listProducts(ProductPageRequest)
+    /// Operators: one request of a catalog import.
+    case importCatalog(ImportChunk)
+    /// Operators: one page of the catalog as records.
+    case exportCatalog(ExportPageRequest)
     case openSession
     case getCart(session: String, storeUID: String)
     case addItem(CartMutation, productUID: String, quantity: UInt32)
@@ -156,6 +160,8 @@ public enum ResponseBody: Sendable, Hashable {
     case getStore(StoreCatalog)
     case getShelf(ShelfContents)
     case listProducts(ProductPage)
+    case importCatalog(ImportResult)
+    case exportCatalog(ExportPage)
     case openSession(session: String)
     /// The answer of GetCart and of every cart mutation.
     case cart(Cart)

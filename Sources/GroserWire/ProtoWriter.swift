@@ -95,6 +95,8 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case listOrders = 21
     case setProduct = 22
     case listProducts = 23
+    case importCatalog = 24
+    case exportCatalog = 25
 
     /// The method's name as ServerInfo lists it.
     public var methodName: String {
@@ -113,6 +115,8 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
         case .listOrders: "ListOrders"
         case .setProduct: "SetProduct"
         case .listProducts: "ListProducts"
+        case .importCatalog: "ImportCatalog"
+        case .exportCatalog: "ExportCatalog"
         }
     }
 }

@@ -340,6 +340,12 @@ extension Request {
                     g.pointee.page_size = r.pageSize
                     g.pointee.page_token = arena.string(r.pageToken)
                 }
+            case .importCatalog(let chunk):
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_IMPORT_CATALOG
+                p.pointee.import_catalog = arena.importRequest(chunk)
+            case .exportCatalog(let r):
+                p.pointee.method_case = GROSER__V1__REQUEST__METHOD_EXPORT_CATALOG
+                p.pointee.export_catalog = arena.exportRequest(r)
             case .unknown:
                 break
             default:
@@ -379,7 +385,7 @@ extension Request {
             method = .listProducts(ProductPageRequest(storeUID: str(g.store_uid), shelfUID: str(g.shelf_uid),
                                                       pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
-            method = decodeCommerceMethod(c) ?? .unknown
+            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -436,7 +442,7 @@ extension Response {
                                              nextPageToken: str(b.next_page_token), storeVersion: b.store_version,
                                              totalSize: b.total_size))
         default:
-            body = decodeCommerceBody(c) ?? .none
+            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? .none
         }
         return Response(id: c.id, status: status, body: body)
     }
@@ -462,6 +468,8 @@ extension Response {
         case .getStore(let v): ResponseFrameWriter.appendOK(id: id, field: .getStore, body: BodyEncoder.getStore(v), to: &out)
         case .getShelf(let v): ResponseFrameWriter.appendOK(id: id, field: .getShelf, body: BodyEncoder.getShelf(v), to: &out)
         case .listProducts(let v): ResponseFrameWriter.appendOK(id: id, field: .listProducts, body: BodyEncoder.listProducts(v), to: &out)
+        case .importCatalog(let v): ResponseFrameWriter.appendOK(id: id, field: .importCatalog, body: BodyEncoder.importCatalog(v), to: &out)
+        case .exportCatalog(let v): ResponseFrameWriter.appendOK(id: id, field: .exportCatalog, body: BodyEncoder.exportCatalog(v), to: &out)
         case .openSession(let v): ResponseFrameWriter.appendOK(id: id, field: .openSession, body: BodyEncoder.openSession(v), to: &out)
         case .cart(let v): ResponseFrameWriter.appendOK(id: id, field: .getCart, body: BodyEncoder.cart(v), to: &out)
         case .checkout(let v): ResponseFrameWriter.appendOK(id: id, field: .checkout, body: BodyEncoder.checkout(v), to: &out)

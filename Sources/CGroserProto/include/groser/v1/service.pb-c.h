@@ -30,6 +30,14 @@ typedef struct Groser__V1__GetShelfRequest Groser__V1__GetShelfRequest;
 typedef struct Groser__V1__GetShelfResponse Groser__V1__GetShelfResponse;
 typedef struct Groser__V1__ListProductsRequest Groser__V1__ListProductsRequest;
 typedef struct Groser__V1__ListProductsResponse Groser__V1__ListProductsResponse;
+typedef struct Groser__V1__CatalogRecord Groser__V1__CatalogRecord;
+typedef struct Groser__V1__DepartmentRecord Groser__V1__DepartmentRecord;
+typedef struct Groser__V1__ShelfRecord Groser__V1__ShelfRecord;
+typedef struct Groser__V1__ProductRecord Groser__V1__ProductRecord;
+typedef struct Groser__V1__ImportCatalogRequest Groser__V1__ImportCatalogRequest;
+typedef struct Groser__V1__ImportCatalogResponse Groser__V1__ImportCatalogResponse;
+typedef struct Groser__V1__ExportCatalogRequest Groser__V1__ExportCatalogRequest;
+typedef struct Groser__V1__ExportCatalogResponse Groser__V1__ExportCatalogResponse;
 
 
 /* --- enums --- */
@@ -92,7 +100,9 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_CHECKOUT = 20,
   GROSER__V1__REQUEST__METHOD_LIST_ORDERS = 21,
   GROSER__V1__REQUEST__METHOD_SET_PRODUCT = 22,
-  GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS = 23
+  GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS = 23,
+  GROSER__V1__REQUEST__METHOD_IMPORT_CATALOG = 24,
+  GROSER__V1__REQUEST__METHOD_EXPORT_CATALOG = 25
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -130,6 +140,8 @@ struct  Groser__V1__Request
     Groser__V1__ListOrdersRequest *list_orders;
     Groser__V1__SetProductRequest *set_product;
     Groser__V1__ListProductsRequest *list_products;
+    Groser__V1__ImportCatalogRequest *import_catalog;
+    Groser__V1__ExportCatalogRequest *export_catalog;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -152,7 +164,9 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_CHECKOUT = 20,
   GROSER__V1__RESPONSE__BODY_LIST_ORDERS = 21,
   GROSER__V1__RESPONSE__BODY_SET_PRODUCT = 22,
-  GROSER__V1__RESPONSE__BODY_LIST_PRODUCTS = 23
+  GROSER__V1__RESPONSE__BODY_LIST_PRODUCTS = 23,
+  GROSER__V1__RESPONSE__BODY_IMPORT_CATALOG = 24,
+  GROSER__V1__RESPONSE__BODY_EXPORT_CATALOG = 25
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -186,6 +200,8 @@ struct  Groser__V1__Response
     Groser__V1__ListOrdersResponse *list_orders;
     Groser__V1__SetProductResponse *set_product;
     Groser__V1__ListProductsResponse *list_products;
+    Groser__V1__ImportCatalogResponse *import_catalog;
+    Groser__V1__ExportCatalogResponse *export_catalog;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \
@@ -400,6 +416,179 @@ struct  Groser__V1__ListProductsResponse
 #define GROSER__V1__LIST_PRODUCTS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__list_products_response__descriptor) \
     , 0,NULL, (char *)protobuf_c_empty_string, 0, 0 }
+
+
+typedef enum {
+  GROSER__V1__CATALOG_RECORD__RECORD__NOT_SET = 0,
+  GROSER__V1__CATALOG_RECORD__RECORD_CITY = 2,
+  GROSER__V1__CATALOG_RECORD__RECORD_STORE = 3,
+  GROSER__V1__CATALOG_RECORD__RECORD_DEPARTMENT = 4,
+  GROSER__V1__CATALOG_RECORD__RECORD_SHELF = 5,
+  GROSER__V1__CATALOG_RECORD__RECORD_PRODUCT = 6
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__CATALOG_RECORD__RECORD__CASE)
+} Groser__V1__CatalogRecord__RecordCase;
+
+/*
+ * One record of the catalog file format (docs/CATALOG.md), as import and
+ * export carry it.
+ */
+struct  Groser__V1__CatalogRecord
+{
+  ProtobufCMessage base;
+  /*
+   * the record's line in the file, for errors (import)
+   */
+  uint32_t line;
+  Groser__V1__CatalogRecord__RecordCase record_case;
+  union {
+    /*
+     * uid, code, name, default_store_uid; `stores` is ignored
+     */
+    Groser__V1__City *city;
+    /*
+     * with city_uid
+     */
+    Groser__V1__StoreSummary *store;
+    Groser__V1__DepartmentRecord *department;
+    Groser__V1__ShelfRecord *shelf;
+    Groser__V1__ProductRecord *product;
+  };
+};
+#define GROSER__V1__CATALOG_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__catalog_record__descriptor) \
+    , 0, GROSER__V1__CATALOG_RECORD__RECORD__NOT_SET, {0} }
+
+
+struct  Groser__V1__DepartmentRecord
+{
+  ProtobufCMessage base;
+  char *uid;
+  char *store_uid;
+  char *name;
+};
+#define GROSER__V1__DEPARTMENT_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__department_record__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Groser__V1__ShelfRecord
+{
+  ProtobufCMessage base;
+  char *uid;
+  char *department_uid;
+  char *name;
+};
+#define GROSER__V1__SHELF_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__shelf_record__descriptor) \
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+
+
+struct  Groser__V1__ProductRecord
+{
+  ProtobufCMessage base;
+  /*
+   * with shelf_uid; out_of_stock is derived from stock
+   */
+  Groser__V1__Product *product;
+  uint32_t stock;
+  /*
+   * EAN-13 digits, or empty
+   */
+  char *barcode;
+};
+#define GROSER__V1__PRODUCT_RECORD__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__product_record__descriptor) \
+    , NULL, 0, (char *)protobuf_c_empty_string }
+
+
+/*
+ * Operators only (as SetProduct). An import is a sequence of requests on
+ * one connection or several: the first has import_id 0 and gets an id; the
+ * records follow in order; the last has commit (or abort). Nothing is
+ * applied before commit; a bad record ends the import, with nothing applied.
+ */
+struct  Groser__V1__ImportCatalogRequest
+{
+  ProtobufCMessage base;
+  uint64_t import_id;
+  size_t n_records;
+  Groser__V1__CatalogRecord **records;
+  /*
+   * with the first request: remove what the import does not name in the stores it covers
+   */
+  protobuf_c_boolean replace;
+  protobuf_c_boolean commit;
+  protobuf_c_boolean abort;
+};
+#define GROSER__V1__IMPORT_CATALOG_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__import_catalog_request__descriptor) \
+    , 0, 0,NULL, 0, 0, 0 }
+
+
+struct  Groser__V1__ImportCatalogResponse
+{
+  ProtobufCMessage base;
+  uint64_t import_id;
+  /*
+   * records received so far
+   */
+  uint64_t records;
+  protobuf_c_boolean committed;
+  /*
+   * after the commit
+   */
+  uint64_t catalog_version;
+  /*
+   * stores the import covered
+   */
+  uint32_t stores;
+  /*
+   * products written
+   */
+  uint32_t products;
+  /*
+   * products removed by replace
+   */
+  uint32_t removed;
+};
+#define GROSER__V1__IMPORT_CATALOG_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__import_catalog_response__descriptor) \
+    , 0, 0, 0, 0, 0, 0, 0 }
+
+
+/*
+ * Operators only. The catalog (or one store) as records, page by page, in
+ * the canonical order of docs/CATALOG.md.
+ */
+struct  Groser__V1__ExportCatalogRequest
+{
+  ProtobufCMessage base;
+  /*
+   * empty: every store
+   */
+  char *store_uid;
+  /*
+   * records; 0: 1000; at most 10000
+   */
+  uint32_t page_size;
+  char *page_token;
+};
+#define GROSER__V1__EXPORT_CATALOG_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__export_catalog_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0, (char *)protobuf_c_empty_string }
+
+
+struct  Groser__V1__ExportCatalogResponse
+{
+  ProtobufCMessage base;
+  size_t n_records;
+  Groser__V1__CatalogRecord **records;
+  char *next_page_token;
+  uint64_t catalog_version;
+};
+#define GROSER__V1__EXPORT_CATALOG_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__export_catalog_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0 }
 
 
 /* Groser__V1__Status methods */
@@ -649,6 +838,158 @@ Groser__V1__ListProductsResponse *
 void   groser__v1__list_products_response__free_unpacked
                      (Groser__V1__ListProductsResponse *message,
                       ProtobufCAllocator *allocator);
+/* Groser__V1__CatalogRecord methods */
+void   groser__v1__catalog_record__init
+                     (Groser__V1__CatalogRecord         *message);
+size_t groser__v1__catalog_record__get_packed_size
+                     (const Groser__V1__CatalogRecord   *message);
+size_t groser__v1__catalog_record__pack
+                     (const Groser__V1__CatalogRecord   *message,
+                      uint8_t             *out);
+size_t groser__v1__catalog_record__pack_to_buffer
+                     (const Groser__V1__CatalogRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__CatalogRecord *
+       groser__v1__catalog_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__catalog_record__free_unpacked
+                     (Groser__V1__CatalogRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__DepartmentRecord methods */
+void   groser__v1__department_record__init
+                     (Groser__V1__DepartmentRecord         *message);
+size_t groser__v1__department_record__get_packed_size
+                     (const Groser__V1__DepartmentRecord   *message);
+size_t groser__v1__department_record__pack
+                     (const Groser__V1__DepartmentRecord   *message,
+                      uint8_t             *out);
+size_t groser__v1__department_record__pack_to_buffer
+                     (const Groser__V1__DepartmentRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__DepartmentRecord *
+       groser__v1__department_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__department_record__free_unpacked
+                     (Groser__V1__DepartmentRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ShelfRecord methods */
+void   groser__v1__shelf_record__init
+                     (Groser__V1__ShelfRecord         *message);
+size_t groser__v1__shelf_record__get_packed_size
+                     (const Groser__V1__ShelfRecord   *message);
+size_t groser__v1__shelf_record__pack
+                     (const Groser__V1__ShelfRecord   *message,
+                      uint8_t             *out);
+size_t groser__v1__shelf_record__pack_to_buffer
+                     (const Groser__V1__ShelfRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ShelfRecord *
+       groser__v1__shelf_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__shelf_record__free_unpacked
+                     (Groser__V1__ShelfRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ProductRecord methods */
+void   groser__v1__product_record__init
+                     (Groser__V1__ProductRecord         *message);
+size_t groser__v1__product_record__get_packed_size
+                     (const Groser__V1__ProductRecord   *message);
+size_t groser__v1__product_record__pack
+                     (const Groser__V1__ProductRecord   *message,
+                      uint8_t             *out);
+size_t groser__v1__product_record__pack_to_buffer
+                     (const Groser__V1__ProductRecord   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ProductRecord *
+       groser__v1__product_record__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__product_record__free_unpacked
+                     (Groser__V1__ProductRecord *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ImportCatalogRequest methods */
+void   groser__v1__import_catalog_request__init
+                     (Groser__V1__ImportCatalogRequest         *message);
+size_t groser__v1__import_catalog_request__get_packed_size
+                     (const Groser__V1__ImportCatalogRequest   *message);
+size_t groser__v1__import_catalog_request__pack
+                     (const Groser__V1__ImportCatalogRequest   *message,
+                      uint8_t             *out);
+size_t groser__v1__import_catalog_request__pack_to_buffer
+                     (const Groser__V1__ImportCatalogRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ImportCatalogRequest *
+       groser__v1__import_catalog_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__import_catalog_request__free_unpacked
+                     (Groser__V1__ImportCatalogRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ImportCatalogResponse methods */
+void   groser__v1__import_catalog_response__init
+                     (Groser__V1__ImportCatalogResponse         *message);
+size_t groser__v1__import_catalog_response__get_packed_size
+                     (const Groser__V1__ImportCatalogResponse   *message);
+size_t groser__v1__import_catalog_response__pack
+                     (const Groser__V1__ImportCatalogResponse   *message,
+                      uint8_t             *out);
+size_t groser__v1__import_catalog_response__pack_to_buffer
+                     (const Groser__V1__ImportCatalogResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ImportCatalogResponse *
+       groser__v1__import_catalog_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__import_catalog_response__free_unpacked
+                     (Groser__V1__ImportCatalogResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ExportCatalogRequest methods */
+void   groser__v1__export_catalog_request__init
+                     (Groser__V1__ExportCatalogRequest         *message);
+size_t groser__v1__export_catalog_request__get_packed_size
+                     (const Groser__V1__ExportCatalogRequest   *message);
+size_t groser__v1__export_catalog_request__pack
+                     (const Groser__V1__ExportCatalogRequest   *message,
+                      uint8_t             *out);
+size_t groser__v1__export_catalog_request__pack_to_buffer
+                     (const Groser__V1__ExportCatalogRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ExportCatalogRequest *
+       groser__v1__export_catalog_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__export_catalog_request__free_unpacked
+                     (Groser__V1__ExportCatalogRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ExportCatalogResponse methods */
+void   groser__v1__export_catalog_response__init
+                     (Groser__V1__ExportCatalogResponse         *message);
+size_t groser__v1__export_catalog_response__get_packed_size
+                     (const Groser__V1__ExportCatalogResponse   *message);
+size_t groser__v1__export_catalog_response__pack
+                     (const Groser__V1__ExportCatalogResponse   *message,
+                      uint8_t             *out);
+size_t groser__v1__export_catalog_response__pack_to_buffer
+                     (const Groser__V1__ExportCatalogResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ExportCatalogResponse *
+       groser__v1__export_catalog_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__export_catalog_response__free_unpacked
+                     (Groser__V1__ExportCatalogResponse *message,
+                      ProtobufCAllocator *allocator);
 /* --- per-message closures --- */
 
 typedef void (*Groser__V1__Status_Closure)
@@ -690,6 +1031,30 @@ typedef void (*Groser__V1__ListProductsRequest_Closure)
 typedef void (*Groser__V1__ListProductsResponse_Closure)
                  (const Groser__V1__ListProductsResponse *message,
                   void *closure_data);
+typedef void (*Groser__V1__CatalogRecord_Closure)
+                 (const Groser__V1__CatalogRecord *message,
+                  void *closure_data);
+typedef void (*Groser__V1__DepartmentRecord_Closure)
+                 (const Groser__V1__DepartmentRecord *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ShelfRecord_Closure)
+                 (const Groser__V1__ShelfRecord *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ProductRecord_Closure)
+                 (const Groser__V1__ProductRecord *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ImportCatalogRequest_Closure)
+                 (const Groser__V1__ImportCatalogRequest *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ImportCatalogResponse_Closure)
+                 (const Groser__V1__ImportCatalogResponse *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ExportCatalogRequest_Closure)
+                 (const Groser__V1__ExportCatalogRequest *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ExportCatalogResponse_Closure)
+                 (const Groser__V1__ExportCatalogResponse *message,
+                  void *closure_data);
 
 /* --- services --- */
 
@@ -710,6 +1075,14 @@ extern const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descripto
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__list_products_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__list_products_response__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__catalog_record__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__department_record__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__shelf_record__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__product_record__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__import_catalog_request__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__import_catalog_response__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__export_catalog_request__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__export_catalog_response__descriptor;
 
 PROTOBUF_C__END_DECLS
 
