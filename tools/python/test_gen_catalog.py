@@ -583,6 +583,25 @@ def test_bad_arguments_are_usage_errors(args, tmp_path):
     assert not os.listdir(tmp_path)
 
 
+def test_a_reader_that_leaves_ends_it_quietly():
+    # `gen-catalog ... | head`: killed by SIGPIPE like other tools, no traceback.
+    proc = subprocess.Popen([sys.executable, str(GEN), "--cities", "3", "--stores-per-city", "3",
+                             "--products-per-store", "20000", "--seed", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100).startswith(b'{"type":"catalog","format":1}\n')
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == -13  # SIGPIPE
+    assert err == b""
+
+
+def test_an_unwritable_output_is_an_error(tmp_path):
+    r = gen("--cities", "1", "--stores-per-city", "1", "--products-per-store", "1", "--seed", "1",
+            output=str(tmp_path / "no-such-dir" / "c.jsonl"))
+    assert r.returncode == 1
+    assert b"cannot write" in r.stderr and b"Traceback" not in r.stderr
+
+
 def test_zero_products_per_store_is_still_valid():
     recs = check_catalog(catalog(2, 2, 0, seed=1))
     assert len(of(recs, "store")) == 4 and not of(recs, "product") and not of(recs, "department")
