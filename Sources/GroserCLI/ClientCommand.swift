@@ -85,6 +85,9 @@ public enum ClientCommand {
         } catch let error as UsageError {
             err("groser-client \(name): \(Terminal.safe(error.message))\n")
             return 2
+        } catch let refused as CatalogFileRefused {
+            for line in refused.lines { err("groser-client \(name): \(Terminal.safe(line))\n") }
+            return 64 + StatusCode.invalidArgument.rawValue
         } catch is Cancelled {
             err("groser-client \(name): cancelled; nothing was changed\n")
             return 1

@@ -157,17 +157,38 @@ extension Commands {
         })
 
     static let admin = Subcommand(
-        name: "admin", usage: "admin set-product PRODUCT [--price AMOUNT] [--stock N]",
+        name: "admin", usage: "admin set-product PRODUCT [--price AMOUNT] [--stock N] | import FILE [--replace] | export [--store UID] [--output FILE]",
         abstract: """
-        Operators: changes a product's price (in the currency's units, e.g. 89.90) and/or stock.
-        Only groserd's own user and root may; others get PERMISSION_DENIED (exit 71).
+        Operators: set-product changes a product's price (in the currency's units, e.g. 89.90) and/or stock;
+        import streams a catalog file (docs/CATALOG.md) into groserd, all or nothing; export writes the catalog
+        (or one store) in the same format. Only groserd's own user, root and --admin-group members may;
+        others get PERMISSION_DENIED (exit 71). A refused import file exits 67 and changes nothing.
         """,
         options: [
-            OptionSpec(name: "--price", valueName: "AMOUNT", help: "the new price, e.g. 89.90"),
-            OptionSpec(name: "--stock", valueName: "N", help: "the new stock count"),
+            OptionSpec(name: "--price", valueName: "AMOUNT", help: "set-product: the new price, e.g. 89.90"),
+            OptionSpec(name: "--stock", valueName: "N", help: "set-product: the new stock count"),
+            OptionSpec(name: "--replace", valueName: nil, help: "import: also remove what the file does not name in the stores it covers"),
+            OptionSpec(name: "--store", valueName: "UID", help: "export: only this store (and its city)"),
+            OptionSpec(name: "--output", valueName: "FILE", help: "export: write to FILE instead of standard output"),
         ],
         validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 2, parsed.positionals[0] == "set-product" else {
+            switch parsed.positionals.first {
+            case "import":
+                guard parsed.positionals.count == 2 else { throw UsageError("admin import needs: import FILE [--replace]", help: help) }
+                let path = parsed.positionals[1]
+                let replace = parsed.flags.contains("--replace")
+                return { ctx in try CatalogTransfer.importFile(path, replace: replace, ctx) }
+            case "export":
+                guard parsed.positionals.count == 1 else { throw UsageError("admin export takes no file; use --output FILE", help: help) }
+                let store = parsed.values["--store"] ?? ""
+                let output = parsed.values["--output"]
+                return { ctx in try CatalogTransfer.export(store: store, output: output, ctx) }
+            case "set-product":
+                break
+            default:
+                throw UsageError("admin needs: set-product PRODUCT [--price AMOUNT] [--stock N], import FILE or export", help: help)
+            }
+            guard parsed.positionals.count == 2 else {
                 throw UsageError("admin needs: set-product PRODUCT [--price AMOUNT] [--stock N]", help: help)
             }
             let product = parsed.positionals[1]

@@ -127,3 +127,18 @@ public struct ProductSequence: AsyncSequence, Sendable {
         }
     }
 }
+
+/// Catalog import and export (operators).
+extension GroserClient {
+    /// Sends one request of an import (see `ImportChunk`).
+    public func importCatalog(_ chunk: ImportChunk, timeout: Double? = nil) throws(GroserError) -> ImportResult {
+        guard case .importCatalog(let v) = try call(.importCatalog(chunk), timeout: timeout) else { throw Self.mismatch("ImportCatalog") }
+        return v
+    }
+
+    /// One page of the catalog as records, in the canonical order.
+    public func exportPage(_ request: ExportPageRequest, timeout: Double? = nil) throws(GroserError) -> ExportPage {
+        guard case .exportCatalog(let v) = try call(.exportCatalog(request), timeout: timeout) else { throw Self.mismatch("ExportCatalog") }
+        return v
+    }
+}

@@ -47,6 +47,17 @@ public enum FuzzSeeds {
             ("method-13-set-product", frames([Request(id: 15, method: .setProduct(
                 ProductUpdate(productUID: a, priceMinorUnits: 12_345, stock: 7)))])),
             ("method-14-empty-request", Framing.frame([UInt8]())),
+            ("method-16-import-export", frames([
+                Request(id: 21, method: .importCatalog(ImportChunk(importID: 0, records: [
+                    NumberedRecord(line: 2, record: .department(CatalogDepartment(uid: "dep-fuzz", storeUID: store, name: "Fuzz"))),
+                    NumberedRecord(line: 3, record: .shelf(CatalogShelf(uid: "shelf-fuzz", departmentUID: "dep-fuzz", name: "Fuzz"))),
+                    NumberedRecord(line: 4, record: .product(CatalogProduct(product: Product(
+                        uid: "prd-fuzz", name: "Fuzz", brand: "", unit: "g", unitSize: 1, price: Money(minorUnits: 100, currency: "RUB"),
+                        imageURL: "/img/f.jpg", outOfStock: false, oftenOutOfStock: false, shelfUID: "shelf-fuzz"), stock: 3))),
+                ], commit: true))),
+                Request(id: 24, method: .exportCatalog(ExportPageRequest(storeUID: store, pageSize: 3))),
+                Request(id: 27, method: .importCatalog(ImportChunk(importID: 99, abort: true))),
+            ])),
             ("method-15-list-products", frames([
                 Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
                 Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),

@@ -26,6 +26,8 @@ public enum DaemonArguments {
       --max-quantity N         most units of one product in a cart line (default: 99)
       --socket-group GROUP     group of the socket file (mode 0660): who may connect
       --admin-group GROUP      members may change the catalog (besides groserd's user and root)
+      --empty-catalog          a new data directory starts with no catalog (for
+                               admin import) instead of the sample catalog
       --log-level LEVEL        debug, info, warning or error (default: info)
       -h, --help               show this help
     """
@@ -66,6 +68,7 @@ public enum DaemonArguments {
             }
             switch name {
             case "-h", "--help": return .help
+            case "--empty-catalog": config.seedSampleCatalog = false
             case "--socket", "--data":
                 let path = try v()
                 guard !path.isEmpty else { throw ServerError("\(name) needs a non-empty path") }

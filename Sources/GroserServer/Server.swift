@@ -29,14 +29,17 @@ public final class Server: Sendable {
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
     ///   - commerceStore: where carts, sessions and orders are written.
-    public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore, logger: Logger) {
+    /// - Parameter catalogStore: the SQLite store, for catalog imports and exports.
+    public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore,
+                catalogStore: SQLiteCatalogStore? = nil, logger: Logger) {
         self.config = config
         self.service = service
         self.logger = logger
         let rules = CommerceService(
             limits: CartLimits(maximumQuantity: config.maximumQuantity),
             adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup, imageBaseURL: config.imageBaseURL)
-        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger)
+        let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
+        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger, imports: imports)
     }
 
     /// Binds the socket and starts the event loops.

@@ -34,6 +34,9 @@ public struct ServerConfig: Sendable {
     /// Members of this group may call the admin methods, besides the
     /// daemon's own user and root.
     public var adminGroup: UInt32?
+    /// A new data directory starts with the built-in sample catalog, unless
+    /// this is false (an operator who imports a chain's own catalog).
+    public var seedSampleCatalog = true
 
     /// - Parameter socketPath: nil for `$GROSER_SOCKET` or the per-user default.
     public init(socketPath: String? = nil,

@@ -105,6 +105,7 @@ public final class SQLiteCatalogStore: CatalogStore {
                     try db.execute("""
                         ALTER TABLE products ADD COLUMN changed_version INTEGER NOT NULL DEFAULT 0;
                         CREATE INDEX products_by_change ON products(changed_version);
+                        ALTER TABLE products ADD COLUMN barcode TEXT NOT NULL DEFAULT '';
                         CREATE INDEX departments_by_store ON departments(store_uid, position);
                         CREATE INDEX shelves_by_department ON shelves(department_uid, position);
                         """)

@@ -44,10 +44,10 @@ do {
         logger.warning("narrowing the data directory \(config.dataDirectory) to mode 0700")
         try Files.changeMode(config.dataDirectory, to: 0o700)
     }
-    let store = try SQLiteCatalogStore(directory: config.dataDirectory)
+    let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
     logger.info("data in \(store.path)")
     let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-    let created = Server(config: config, service: service, commerceStore: store, logger: logger)
+    let created = Server(config: config, service: service, commerceStore: store, catalogStore: store, logger: logger)
     signals = TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
         created.shutdown()

@@ -68,6 +68,7 @@ struct PrivateStorageTests {
             DROP INDEX departments_by_store;
             DROP INDEX shelves_by_department;
             ALTER TABLE products DROP COLUMN changed_version;
+            ALTER TABLE products DROP COLUMN barcode;
             PRAGMA user_version = 2;
             """)
         let store = try SQLiteCatalogStore(directory: dir.path)

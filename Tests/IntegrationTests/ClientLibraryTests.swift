@@ -79,7 +79,7 @@ struct ClientLibraryTests {
         #expect(info.serverVersion.hasPrefix("groserd "))
         #expect(info.methods == ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart",
                                  "AddItem", "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders",
-                                 "SetProduct", "ListProducts"])
+                                 "SetProduct", "ListProducts", "ImportCatalog", "ExportCatalog"])
         #expect(info.catalogVersion >= 1)
         #expect(info.uptimeMilliseconds < 600_000)
     }

@@ -31,7 +31,8 @@ IMAGE_BASE = "http://img.groser.test:8099"
 READY_TIMEOUT = 10.0
 EXIT_TIMEOUT = 10.0
 METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
-              "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts"]
+              "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts",
+              "ImportCatalog", "ExportCatalog"]
 
 
 class Daemon:

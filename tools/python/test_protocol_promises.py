@@ -398,6 +398,12 @@ def id0_requests(session: str, store: str, product: str) -> list[service_pb2.Req
     r, sub = request("list_products")
     sub.store_uid = store
     reqs.append(r)
+    r, sub = request("import_catalog")
+    sub.abort = True
+    reqs.append(r)
+    r, sub = request("export_catalog")
+    sub.store_uid = store
+    reqs.append(r)
     every_method = {f.name for f in service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields}
     assert {r.WhichOneof("method") for r in reqs} == every_method
     return reqs

@@ -69,7 +69,8 @@ public struct CommerceService: Sendable {
     /// True for the methods this service answers.
     public static func handles(_ method: RequestMethod) -> Bool {
         switch method {
-        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders, .setProduct:
+        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders, .setProduct,
+             .importCatalog, .exportCatalog:
             return true
         default:
             return false
@@ -327,8 +328,7 @@ public struct CommerceService: Sendable {
     // MARK: Operators
 
     private func setProduct(_ u: ProductUpdate, caller: Caller, _ tx: any CommerceTransaction) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
-        guard let uid = caller.uid, uid == 0 || adminUIDs.contains(uid)
-                || adminGroup.map({ isMember(uid, caller.gid ?? UInt32.max, $0) }) == true else {
+        guard isOperator(caller) else {
             throw Refusal(.permissionDenied, "Only groserd's own user, root or an admin group member may change the catalog.")
         }
         guard u.priceMinorUnits != nil || u.stock != nil else {
@@ -352,6 +352,13 @@ public struct CommerceService: Sendable {
     }
 
     // MARK: Shared checks
+
+    /// Root, groserd's own user and members of the admin group may change
+    /// the catalog (SetProduct, imports).
+    public func isOperator(_ caller: Caller) -> Bool {
+        guard let uid = caller.uid else { return false }
+        return uid == 0 || adminUIDs.contains(uid) || adminGroup.map({ isMember(uid, caller.gid ?? UInt32.max, $0) }) == true
+    }
 
     /// The session's storage key, when the token names a session.
     @discardableResult

@@ -37,11 +37,15 @@ final class CommitQueue: Sendable {
     private let catalog: CatalogService
     private let logger: Logger
     private let thread = ThreadBox()
+    /// Where catalog imports and exports go instead (their own thread).
+    private let imports: ImportService?
 
     /// The most requests one transaction takes.
     static let batchLimit = 512
 
-    init(store: any CommerceStore, service: CommerceService, catalog: CatalogService, logger: Logger) {
+    init(store: any CommerceStore, service: CommerceService, catalog: CatalogService, logger: Logger,
+         imports: ImportService? = nil) {
+        self.imports = imports
         self.store = store
         self.service = service
         self.catalog = catalog
@@ -50,10 +54,21 @@ final class CommitQueue: Sendable {
 
     func start() throws(Errno) {
         thread.set(try OSThread(name: "groserd-commit") { [self] in run() })
+        try imports?.start()
     }
 
-    /// Queues a job; false when the queue is stopping.
-    func submit(_ job: CommerceJob) -> Bool { queue.put(job) }
+    /// Queues a job; false when the queue is stopping. Imports and exports
+    /// go to the import thread.
+    func submit(_ job: CommerceJob) -> Bool {
+        guard ImportService.handles(job.request.method) else { return queue.put(job) }
+        guard let imports else {
+            var frame: [UInt8] = []
+            ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, "This groserd's store does not take catalog imports."), to: &frame)
+            job.reply(frame)
+            return true
+        }
+        return imports.submit(job)
+    }
 
     /// Stops the thread once the batch in progress is committed. Called after
     /// the event loops stopped: nobody waits for the jobs still queued, so
@@ -62,6 +77,7 @@ final class CommitQueue: Sendable {
         dropping.store(true, ordering: .releasing)
         queue.close()
         thread.join()
+        imports?.stop()
     }
 
     private let dropping = Atomic<Bool>(false)

@@ -1,5 +1,6 @@
 import GroserStorage
 import GroserSystem
+import Synchronization
 
 /// The catalog every loop serves from: the current `EncodedCatalog`. A
 /// change replaces only the segments it touched: the shelves storage marks
@@ -13,6 +14,13 @@ public final class CatalogService: Sendable {
     private let encoded: Locked<EncodedCatalog>
     private let subscribers = Locked<[@Sendable (CatalogChange) -> Void]>([])
     private let counters = Locked(Counters())
+    /// Serialises the change path: the commit thread's refreshes and an
+    /// import's swap.
+    private let changing = Locked(())
+    /// While an import applies and its catalog is encoded, refreshes from
+    /// the commit thread are skipped (the import's reload catches them up),
+    /// so the commit thread never encodes a whole catalog.
+    private let importing = Atomic<Bool>(false)
     /// When the daemon started, for ServerInfo's uptime.
     public let startedAt: UInt64
 
@@ -63,6 +71,33 @@ public final class CatalogService: Sendable {
     /// one thread that commits catalog changes.
     @discardableResult
     public func refresh() throws(StorageError) -> Bool {
+        if importing.load(ordering: .acquiring) { return false }
+        return try changing.withLock { (_) throws(StorageError) -> Bool in try refreshLocked() }
+    }
+
+    /// Runs `apply` (an import's commit), then loads and encodes the whole
+    /// catalog on the calling thread, swaps it in and catches up with
+    /// changes committed meanwhile. Readers answer from the old catalog until
+    /// the swap.
+    public func reload<T>(after apply: () throws(StorageError) -> T) throws(StorageError) -> T {
+        importing.store(true, ordering: .releasing)
+        defer { importing.store(false, ordering: .releasing) }
+        let result = try apply()
+        let next = try Self.encode(store, imageBaseURL)
+        try changing.withLock { (_) throws(StorageError) in
+            encoded.withLock { if next.version >= $0.version { $0 = next } }
+            counters.withLock { $0.fullLoads += 1; $0.shelvesEncoded += Self.shelfCount(next) }
+            let change = CatalogChange(catalogVersion: next.version, stores: next.stores.values.map {
+                StoreChange(storeUID: $0.uid, storeVersion: $0.version, shelfUIDs: [])
+            }.sorted { $0.storeUID < $1.storeUID }, reloaded: true)
+            for handler in subscribers.withLock({ $0 }) { handler(change) }
+            _ = try refreshLocked()
+        }
+        Allocator.returnFreeMemory()
+        return result
+    }
+
+    private func refreshLocked() throws(StorageError) -> Bool {
         let old = current
         let (version, shelves) = try store.loadChangedShelves(since: old.version)
         if version == old.version { return false }
