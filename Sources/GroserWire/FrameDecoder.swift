@@ -72,6 +72,21 @@ public struct FrameDecoder: Sendable {
     /// Bytes received but not yet returned as frames.
     public var bufferedByteCount: Int { writeIndex - readIndex }
 
+    /// Bytes of memory the buffer holds, used or not: what a server counts
+    /// against its budget for frames still arriving.
+    public var storageByteCount: Int { storage.count }
+
+    /// The body length announced by the frame at the front of the buffer,
+    /// once its whole header has arrived; nil before that.
+    public var announcedBodyLength: Int? {
+        guard writeIndex - readIndex >= Framing.headerSize else { return nil }
+        return Int(storage.withUnsafeBytes { raw -> UInt32 in
+            var n: UInt32 = 0
+            for i in 0..<Framing.headerSize { n = n << 8 | UInt32(raw[readIndex + i]) }
+            return n
+        })
+    }
+
     /// Gives the buffer back when nothing is buffered, so an idle
     /// connection holds no memory; the next byte allocates again.
     public mutating func releaseStorageIfEmpty() {
@@ -80,6 +95,14 @@ public struct FrameDecoder: Sendable {
             readIndex = 0
             writeIndex = 0
         }
+    }
+
+    /// Drops every buffered byte, whole frames included, and gives the
+    /// buffer back: for a stream that will not be read further.
+    public mutating func removeAll() {
+        storage = []
+        readIndex = 0
+        writeIndex = 0
     }
 
     /// Appends received bytes.
@@ -153,20 +176,49 @@ public struct FrameDecoder: Sendable {
     private mutating func reserveTail(_ count: Int) {
         if storage.count - writeIndex >= count { return }
         let unread = writeIndex - readIndex
-        if readIndex > 0 {
+        let needed = unread + count
+        if storage.count >= needed {
             if unread > 0 {
                 storage.withUnsafeMutableBytes { raw in
                     let base = raw.baseAddress!
-                    (base).copyMemory(from: base + readIndex, byteCount: unread)
+                    base.copyMemory(from: base + readIndex, byteCount: unread)
                 }
             }
-            readIndex = 0
-            writeIndex = unread
+        } else {
+            // A new buffer of exactly the chosen size: growing the array in
+            // place would let it double its capacity on top of ours (a 4 MiB
+            // frame took 8 MiB).
+            let frameByteCount = announcedBodyLength.flatMap { $0 <= maximumFrameBytes ? Framing.headerSize + $0 : nil }
+            let newCount = Self.grownCapacity(current: storage.count, needed: needed, frameByteCount: frameByteCount)
+            var grown = [UInt8](repeating: 0, count: newCount)
+            if unread > 0 {
+                grown.withUnsafeMutableBytes { destination in
+                    storage.withUnsafeBytes { source in
+                        destination.baseAddress!.copyMemory(from: source.baseAddress! + readIndex, byteCount: unread)
+                    }
+                }
+            }
+            storage = grown
         }
-        if storage.count - writeIndex < count {
-            var newCount = max(storage.count * 2, 4096)
-            while newCount - writeIndex < count { newCount *= 2 }
-            storage.append(contentsOf: repeatElement(0, count: newCount - storage.count))
+        readIndex = 0
+        writeIndex = unread
+    }
+
+    /// The size to grow a buffer of `current` bytes to when it must hold
+    /// `needed`: doubling (at least 4 KiB), so appends cost amortised
+    /// constant time, but never past the end of the frame being received
+    /// when its length is known and `needed` fits in it. So an unfinished
+    /// frame holds at most its own size, and at most about 2.5 times the
+    /// bytes that have arrived of it: a header announcing 4 MiB reserves
+    /// 4 KiB, not 4 MiB.
+    static func grownCapacity(current: Int, needed: Int, frameByteCount: Int?) -> Int {
+        var newCount = max(current * 2, 4096)
+        while newCount < needed { newCount *= 2 }
+        if let frameByteCount, needed <= frameByteCount, frameByteCount - newCount <= newCount / 4 {
+            // Within a quarter of the frame's end (or past it): take exactly
+            // the frame, rather than growing again for its last bytes.
+            newCount = frameByteCount
         }
+        return newCount
     }
 }
