@@ -51,35 +51,38 @@ public enum Framing {
 }
 
 /// Splits a byte stream into frames. A value type with no I/O: feed it bytes
-/// with `append` (or read straight into `writableTail`), then call `next()`
+/// with `append` (or read straight into it with `writeTail`), then call `next()`
 /// until it answers nil ("need more bytes").
 ///
 /// The length prefix is checked against the maximum before any byte of the
 /// body is buffered, so an announced 4 GiB frame costs nothing.
 public struct FrameDecoder: Sendable {
     public let maximumFrameBytes: Int
-    private var storage: [UInt8]
+    /// The bytes received; those before `readIndex` are already returned as
+    /// frames. Its capacity is chosen here, never by the array's own growth,
+    /// and the part past its count is never written: pages of a large
+    /// buffer that no byte has reached yet cost no memory.
+    private var storage: [UInt8] = []
     private var readIndex = 0
-    private var writeIndex = 0
     private static let shrinkThreshold = 1 << 20
 
     /// `initialCapacity` 0 allocates nothing until the first byte arrives.
     public init(maximumFrameBytes: Int = Framing.defaultMaximumFrameBytes, initialCapacity: Int = 16 * 1024) {
         self.maximumFrameBytes = maximumFrameBytes
-        self.storage = initialCapacity > 0 ? [UInt8](repeating: 0, count: initialCapacity) : []
+        if initialCapacity > 0 { storage.reserveCapacity(initialCapacity) }
     }
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedByteCount: Int { writeIndex - readIndex }
+    public var bufferedByteCount: Int { storage.count - readIndex }
 
     /// Bytes of memory the buffer holds, used or not: what a server counts
     /// against its budget for frames still arriving.
-    public var storageByteCount: Int { storage.count }
+    public var storageByteCount: Int { storage.capacity }
 
     /// The body length announced by the frame at the front of the buffer,
     /// once its whole header has arrived; nil before that.
     public var announcedBodyLength: Int? {
-        guard writeIndex - readIndex >= Framing.headerSize else { return nil }
+        guard storage.count - readIndex >= Framing.headerSize else { return nil }
         return Int(storage.withUnsafeBytes { raw -> UInt32 in
             var n: UInt32 = 0
             for i in 0..<Framing.headerSize { n = n << 8 | UInt32(raw[readIndex + i]) }
@@ -90,10 +93,9 @@ public struct FrameDecoder: Sendable {
     /// Gives the buffer back when nothing is buffered, so an idle
     /// connection holds no memory; the next byte allocates again.
     public mutating func releaseStorageIfEmpty() {
-        if readIndex == writeIndex && !storage.isEmpty {
+        if readIndex == storage.count && storage.capacity > 0 {
             storage = []
             readIndex = 0
-            writeIndex = 0
         }
     }
 
@@ -102,25 +104,19 @@ public struct FrameDecoder: Sendable {
     public mutating func removeAll() {
         storage = []
         readIndex = 0
-        writeIndex = 0
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         reserveTail(bytes.count)
-        storage.withUnsafeMutableBytes { raw in
-            (raw.baseAddress! + writeIndex).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
-        }
-        writeIndex += bytes.count
+        bytes.withMemoryRebound(to: UInt8.self) { storage.append(contentsOf: $0) }
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: some Collection<UInt8>) {
         reserveTail(bytes.count)
-        let start = writeIndex
-        storage.replaceSubrange(start..<(start + bytes.count), with: bytes)
-        writeIndex += bytes.count
+        storage.append(contentsOf: bytes)
     }
 
     /// Lets a reader write up to `capacity` bytes straight into the buffer;
@@ -129,22 +125,29 @@ public struct FrameDecoder: Sendable {
         capacity: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int
     ) throws(E) -> Int {
         reserveTail(capacity)
-        let start = writeIndex
+        let start = storage.count
+        // Within the capacity just reserved: no reallocation.
+        storage.append(contentsOf: repeatElement(0, count: capacity))
         let result = storage.withUnsafeMutableBytes { raw in
             Result { () throws(E) -> Int in
                 try body(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + capacity)]))
             }
         }
-        let written = try result.get()
-        precondition(written >= 0 && written <= capacity)
-        writeIndex += written
-        return written
+        switch result {
+        case .success(let written):
+            precondition(written >= 0 && written <= capacity)
+            storage.removeLast(capacity - written)
+            return written
+        case .failure(let error):
+            storage.removeLast(capacity)
+            throw error
+        }
     }
 
     /// The next whole frame's body, or nil when more bytes are needed.
     /// The returned slice shares the buffer: use it before the next append.
     public mutating func next() throws(FrameError) -> ArraySlice<UInt8>? {
-        let available = writeIndex - readIndex
+        let available = storage.count - readIndex
         guard available >= Framing.headerSize else { return nil }
         let length = storage.withUnsafeBytes { raw -> UInt32 in
             var n: UInt32 = 0
@@ -158,50 +161,33 @@ public struct FrameDecoder: Sendable {
         guard available >= total else { return nil }
         let bodyStart = readIndex + Framing.headerSize
         readIndex += total
-        let body = storage[bodyStart..<(bodyStart + Int(length))]
-        if readIndex == writeIndex {
-            // Nothing left over: the next read starts at the front again, and
-            // a buffer grown for one large frame is given back.
-            readIndex = 0
-            writeIndex = 0
-            if storage.count > Self.shrinkThreshold {
-                storage = [UInt8](repeating: 0, count: Self.shrinkThreshold / 16)
-            }
-        }
-        return body
+        // The front is reclaimed on the next append, once the caller is done
+        // with the slice (emptying the array now would copy it).
+        return storage[bodyStart..<(bodyStart + Int(length))]
     }
 
-    /// Makes room for `count` more bytes after `writeIndex`, moving unread
-    /// bytes to the front before growing.
+    /// Makes room for `count` more bytes past the received ones, moving
+    /// unread bytes to the front before growing.
     private mutating func reserveTail(_ count: Int) {
-        if storage.count - writeIndex >= count { return }
-        let unread = writeIndex - readIndex
+        if storage.capacity - storage.count >= count { return }
+        let unread = storage.count - readIndex
+        if unread == 0 && storage.capacity > Self.shrinkThreshold {
+            // A buffer grown for one large frame is given back.
+            storage = []
+            readIndex = 0
+        }
         let needed = unread + count
-        if storage.count >= needed {
-            if unread > 0 {
-                storage.withUnsafeMutableBytes { raw in
-                    let base = raw.baseAddress!
-                    base.copyMemory(from: base + readIndex, byteCount: unread)
-                }
-            }
+        if storage.capacity >= needed {
+            storage.removeSubrange(0..<readIndex)
         } else {
-            // A new buffer of exactly the chosen size: growing the array in
-            // place would let it double its capacity on top of ours (a 4 MiB
-            // frame took 8 MiB).
             let frameByteCount = announcedBodyLength.flatMap { $0 <= maximumFrameBytes ? Framing.headerSize + $0 : nil }
-            let newCount = Self.grownCapacity(current: storage.count, needed: needed, frameByteCount: frameByteCount)
-            var grown = [UInt8](repeating: 0, count: newCount)
-            if unread > 0 {
-                grown.withUnsafeMutableBytes { destination in
-                    storage.withUnsafeBytes { source in
-                        destination.baseAddress!.copyMemory(from: source.baseAddress! + readIndex, byteCount: unread)
-                    }
-                }
-            }
+            let newCount = Self.grownCapacity(current: storage.capacity, needed: needed, frameByteCount: frameByteCount)
+            var grown: [UInt8] = []
+            grown.reserveCapacity(newCount)
+            grown.append(contentsOf: storage[readIndex...])
             storage = grown
         }
         readIndex = 0
-        writeIndex = unread
     }
 
     /// The size to grow a buffer of `current` bytes to when it must hold
