@@ -23,6 +23,9 @@ do {
 }
 
 let logger = Logger.standardError(level: config.logLevel)
+// Frames of up to --max-frame-bytes come and go: their memory must go back
+// to the kernel when they do, or the unfinished-frame budget bounds nothing.
+Allocator.mapBlocksSeparately(from: 128 * 1024)
 // Room for --max-connections plus the database, the loops and the listener.
 let openFiles = ResourceLimits.raiseOpenFiles(to: UInt64(config.maximumConnections) + 64)
 if openFiles < UInt64(config.maximumConnections) + 16 {
