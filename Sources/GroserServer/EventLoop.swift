@@ -226,7 +226,10 @@ final class EventLoop: @unchecked Sendable {
             connection.lastProgress = monotonicNanoseconds()
             answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
             deliver(connection)
-            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers { return }
+            // Over the unfinished-frame budget: stop reading here, so it is
+            // enforced before this connection grows by another read (epoll
+            // reports the rest again).
+            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers || budgetCheckDue { return }
             // A short read means the socket is drained; level-triggered epoll
             // reports it again when more arrives, so skip the EAGAIN read.
             if count < readBuffer.count { return }
@@ -316,9 +319,15 @@ final class EventLoop: @unchecked Sendable {
     private func enforceBudget() {
         budgetCheckDue = false
         while unfinished.bytes > unfinished.limit {
+            // Among equal holdings, the frame that began first: a client that
+            // stopped sending, rather than one whose frame is still streaming in.
             var largest: Connection?
-            for c in connections.values where c.accountedFrameBytes > (largest?.accountedFrameBytes ?? 0) {
-                largest = c
+            for c in connections.values where c.accountedFrameBytes > 0 {
+                guard let l = largest else { largest = c; continue }
+                if c.accountedFrameBytes > l.accountedFrameBytes
+                    || c.accountedFrameBytes == l.accountedFrameBytes && c.unfinishedSince < l.unfinishedSince {
+                    largest = c
+                }
             }
             let size = largest?.accountedFrameBytes ?? 0
             publishedLargestHolding = size
