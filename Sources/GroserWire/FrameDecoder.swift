@@ -58,12 +58,15 @@ public enum Framing {
 /// body is buffered, so an announced 4 GiB frame costs nothing.
 public struct FrameDecoder: Sendable {
     public let maximumFrameBytes: Int
-    /// The bytes received; those before `readIndex` are already returned as
-    /// frames. Its capacity is chosen here, never by the array's own growth,
-    /// and the part past its count is never written: pages of a large
-    /// buffer that no byte has reached yet cost no memory.
+    /// The received bytes are `readIndex..<writeIndex`; those before are
+    /// already returned as frames. The array's capacity is chosen here,
+    /// never by its own growth, and its count only reaches past
+    /// `writeIndex` where `writeTail` zeroed room for a read: bytes that
+    /// only `append` fills are never written before they arrive, so pages
+    /// of a large buffer that no byte has reached yet cost no memory.
     private var storage: [UInt8] = []
     private var readIndex = 0
+    private var writeIndex = 0
     private static let shrinkThreshold = 1 << 20
 
     /// `initialCapacity` 0 allocates nothing until the first byte arrives.
@@ -73,7 +76,7 @@ public struct FrameDecoder: Sendable {
     }
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedByteCount: Int { storage.count - readIndex }
+    public var bufferedByteCount: Int { writeIndex - readIndex }
 
     /// Bytes of memory the buffer holds, used or not: what a server counts
     /// against its budget for frames still arriving.
@@ -82,7 +85,7 @@ public struct FrameDecoder: Sendable {
     /// The body length announced by the frame at the front of the buffer,
     /// once its whole header has arrived; nil before that.
     public var announcedBodyLength: Int? {
-        guard storage.count - readIndex >= Framing.headerSize else { return nil }
+        guard writeIndex - readIndex >= Framing.headerSize else { return nil }
         return Int(storage.withUnsafeBytes { raw -> UInt32 in
             var n: UInt32 = 0
             for i in 0..<Framing.headerSize { n = n << 8 | UInt32(raw[readIndex + i]) }
@@ -93,10 +96,7 @@ public struct FrameDecoder: Sendable {
     /// Gives the buffer back when nothing is buffered, so an idle
     /// connection holds no memory; the next byte allocates again.
     public mutating func releaseStorageIfEmpty() {
-        if readIndex == storage.count && storage.capacity > 0 {
-            storage = []
-            readIndex = 0
-        }
+        if readIndex == writeIndex && storage.capacity > 0 { removeAll() }
     }
 
     /// Drops every buffered byte, whole frames included, and gives the
@@ -104,19 +104,33 @@ public struct FrameDecoder: Sendable {
     public mutating func removeAll() {
         storage = []
         readIndex = 0
+        writeIndex = 0
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         reserveTail(bytes.count)
-        bytes.withMemoryRebound(to: UInt8.self) { storage.append(contentsOf: $0) }
+        // Over room `writeTail` zeroed, then past the array's count.
+        let overwritten = min(bytes.count, storage.count - writeIndex)
+        if overwritten > 0 {
+            storage.withUnsafeMutableBytes { raw in
+                (raw.baseAddress! + writeIndex).copyMemory(from: bytes.baseAddress!, byteCount: overwritten)
+            }
+        }
+        if overwritten < bytes.count {
+            UnsafeRawBufferPointer(rebasing: bytes[overwritten...]).withMemoryRebound(to: UInt8.self) {
+                storage.append(contentsOf: $0)
+            }
+        }
+        writeIndex += bytes.count
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: some Collection<UInt8>) {
-        reserveTail(bytes.count)
-        storage.append(contentsOf: bytes)
+        if bytes.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) == nil {
+            Array(bytes).withUnsafeBytes { append($0) }
+        }
     }
 
     /// Lets a reader write up to `capacity` bytes straight into the buffer;
@@ -125,29 +139,26 @@ public struct FrameDecoder: Sendable {
         capacity: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int
     ) throws(E) -> Int {
         reserveTail(capacity)
-        let start = storage.count
-        // Within the capacity just reserved: no reallocation.
-        storage.append(contentsOf: repeatElement(0, count: capacity))
+        let start = writeIndex
+        if storage.count < start + capacity {
+            // Zeroed once: later reads into the same room reuse it.
+            storage.append(contentsOf: repeatElement(0, count: start + capacity - storage.count))
+        }
         let result = storage.withUnsafeMutableBytes { raw in
             Result { () throws(E) -> Int in
                 try body(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + capacity)]))
             }
         }
-        switch result {
-        case .success(let written):
-            precondition(written >= 0 && written <= capacity)
-            storage.removeLast(capacity - written)
-            return written
-        case .failure(let error):
-            storage.removeLast(capacity)
-            throw error
-        }
+        let written = try result.get()
+        precondition(written >= 0 && written <= capacity)
+        writeIndex += written
+        return written
     }
 
     /// The next whole frame's body, or nil when more bytes are needed.
     /// The returned slice shares the buffer: use it before the next append.
     public mutating func next() throws(FrameError) -> ArraySlice<UInt8>? {
-        let available = storage.count - readIndex
+        let available = writeIndex - readIndex
         guard available >= Framing.headerSize else { return nil }
         let length = storage.withUnsafeBytes { raw -> UInt32 in
             var n: UInt32 = 0
@@ -161,33 +172,40 @@ public struct FrameDecoder: Sendable {
         guard available >= total else { return nil }
         let bodyStart = readIndex + Framing.headerSize
         readIndex += total
-        // The front is reclaimed on the next append, once the caller is done
-        // with the slice (emptying the array now would copy it).
-        return storage[bodyStart..<(bodyStart + Int(length))]
+        let body = storage[bodyStart..<(bodyStart + Int(length))]
+        if readIndex == writeIndex {
+            // Nothing left over: the next read starts at the front again, and
+            // a buffer grown for one large frame is given back (the slice
+            // keeps it until the caller is done).
+            readIndex = 0
+            writeIndex = 0
+            if storage.capacity > Self.shrinkThreshold { storage = [] }
+        }
+        return body
     }
 
-    /// Makes room for `count` more bytes past the received ones, moving
-    /// unread bytes to the front before growing.
+    /// Makes room for `count` more bytes after `writeIndex`, moving unread
+    /// bytes to the front before growing.
     private mutating func reserveTail(_ count: Int) {
-        if storage.capacity - storage.count >= count { return }
-        let unread = storage.count - readIndex
-        if unread == 0 && storage.capacity > Self.shrinkThreshold {
-            // A buffer grown for one large frame is given back.
-            storage = []
-            readIndex = 0
-        }
-        let needed = unread + count
-        if storage.capacity >= needed {
-            storage.removeSubrange(0..<readIndex)
+        if storage.capacity - writeIndex >= count { return }
+        let unread = writeIndex - readIndex
+        if storage.capacity >= unread + count {
+            if unread > 0 {
+                storage.withUnsafeMutableBytes { raw in
+                    let base = raw.baseAddress!
+                    base.copyMemory(from: base + readIndex, byteCount: unread)
+                }
+            }
         } else {
             let frameByteCount = announcedBodyLength.flatMap { $0 <= maximumFrameBytes ? Framing.headerSize + $0 : nil }
-            let newCount = Self.grownCapacity(current: storage.capacity, needed: needed, frameByteCount: frameByteCount)
+            let newCount = Self.grownCapacity(current: storage.capacity, needed: unread + count, frameByteCount: frameByteCount)
             var grown: [UInt8] = []
             grown.reserveCapacity(newCount)
-            grown.append(contentsOf: storage[readIndex...])
+            grown.append(contentsOf: storage[readIndex..<writeIndex])
             storage = grown
         }
         readIndex = 0
+        writeIndex = unread
     }
 
     /// The size to grow a buffer of `current` bytes to when it must hold

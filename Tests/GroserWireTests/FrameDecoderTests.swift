@@ -224,6 +224,40 @@ struct FrameDecoderTests {
         #expect(decoder.bufferedByteCount == 0)
     }
 
+    /// A reader may mix both ways of feeding a decoder: room that
+    /// `writeTail` prepared and left unused is later filled by `append`.
+    @Test(arguments: 0..<100)
+    func appendAndWriteTailInterleavedComeOutIdentical(seed: Int) throws {
+        var rng = SeededGenerator(seed: UInt64(seed) &+ 777)
+        let bodies = (0..<40).map { i in
+            patternBytes(count: Bool.random(using: &rng) ? Int.random(in: 0...300, using: &rng) : Int.random(in: 0...200_000, using: &rng),
+                         seed: UInt64(seed * 100 + i))
+        }
+        let stream = bodies.flatMap { Framing.frame($0) }
+        var decoder = FrameDecoder(initialCapacity: [0, 16, 16 * 1024].randomElement(using: &rng)!)
+        var source = stream[...]
+        var frames: [[UInt8]] = []
+        while !source.isEmpty {
+            if Bool.random(using: &rng) {
+                let n = min(Int.random(in: 1...70_000, using: &rng), source.count)
+                decoder.append(source.prefix(n))
+                source = source.dropFirst(n)
+            } else {
+                let capacity = Int.random(in: 1...70_000, using: &rng)
+                let written = decoder.writeTail(capacity: capacity) { raw in
+                    let n = min(raw.count, source.count, Int.random(in: 0...capacity, using: &rng))
+                    raw.copyBytes(from: source.prefix(n))
+                    return n
+                }
+                source = source.dropFirst(written)
+            }
+            if Int.random(in: 0..<3, using: &rng) == 0 { frames += try decoder.drain() }
+        }
+        frames += try decoder.drain()
+        #expect(frames == bodies, "seed \(seed)")
+        #expect(decoder.bufferedByteCount == 0)
+    }
+
     private struct ReadFailed: Error, Equatable {}
 
     @Test func writeTailThatWritesNothingOrThrowsLeavesTheBufferAlone() throws {
