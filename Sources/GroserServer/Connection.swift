@@ -51,6 +51,11 @@ final class Connection {
     @exclusivity(unchecked) var lastProgress: UInt64
     /// Since when output has been waiting on a client that does not read (0: none).
     @exclusivity(unchecked) var stalledSince: UInt64 = 0
+    /// Since when the frame still arriving in `decoder` has been arriving
+    /// (monotonic ns; 0: the decoder is empty).
+    @exclusivity(unchecked) var unfinishedSince: UInt64 = 0
+    /// The decoder's storage as last added to the loops' shared total.
+    @exclusivity(unchecked) var accountedFrameBytes = 0
 
     init(socket: Socket, peer: PeerCredentials?, serial: UInt64, maximumFrameBytes: Int, now: UInt64) {
         self.socket = socket

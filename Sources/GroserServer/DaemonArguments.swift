@@ -23,6 +23,12 @@ public enum DaemonArguments {
       --slow-reader-timeout S  cut off a client that reads none of its answers for S
                                seconds (default: 10)
       --idle-timeout S         close connections idle for S seconds (default: 0, never)
+      --frame-read-timeout S   close a connection whose frame has not all arrived S seconds
+                               after it began (default: 5)
+      --max-unfinished-frame-bytes N
+                               bytes all connections may hold in frames still arriving;
+                               above it the largest holders are closed first (default:
+                               67108864; keep it above --max-frame-bytes)
       --max-quantity N         most units of one product in a cart line (default: 99)
       --socket-group GROUP     group of the socket file (mode 0660): who may connect
       --admin-group GROUP      members may change the catalog (besides groserd's user and root)
@@ -87,13 +93,18 @@ public enum DaemonArguments {
                 if name == "--socket-group" { config.socketGroup = gid } else { config.adminGroup = gid }
             case "--max-connections": config.maximumConnections = try positive(name, v(), upTo: 1_000_000)
             case "--max-pending-output-bytes": config.maximumPendingOutputBytes = try positive(name, v(), upTo: 1 << 30)
-            case "--slow-reader-timeout", "--idle-timeout":
+            case "--slow-reader-timeout", "--idle-timeout", "--frame-read-timeout":
                 let text = try v()
                 guard let seconds = Double(text), seconds >= 0, seconds <= 86_400 * 365,
                       name == "--idle-timeout" || seconds > 0 else {
                     throw ServerError("\(name) must be a number of seconds\(name == "--idle-timeout" ? " (0: never)" : " above 0"), not \"\(text)\"")
                 }
-                if name == "--idle-timeout" { config.idleTimeoutSeconds = seconds } else { config.slowReaderTimeoutSeconds = seconds }
+                switch name {
+                case "--idle-timeout": config.idleTimeoutSeconds = seconds
+                case "--frame-read-timeout": config.frameReadTimeoutSeconds = seconds
+                default: config.slowReaderTimeoutSeconds = seconds
+                }
+            case "--max-unfinished-frame-bytes": config.maximumUnfinishedFrameBytes = try positive(name, v(), upTo: 1 << 40)
             case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 2_000_000_000))
             case "--log-level":
                 let text = try v()

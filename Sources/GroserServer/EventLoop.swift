@@ -30,6 +30,13 @@ final class EventLoop: @unchecked Sendable {
     private let stopping: @Sendable () -> Bool
     /// Open connections across all loops, for `--max-connections`.
     private let openConnections: ConnectionCount
+    /// Bytes in unfinished frames across all loops, for `--max-unfinished-frame-bytes`.
+    private let unfinished: UnfinishedFrames
+    /// The largest holding this loop has published to `unfinished` (may be
+    /// stale on the high side until the next `enforceBudget`).
+    @exclusivity(unchecked) private var publishedLargestHolding = 0
+    /// The total went over budget: enforce it once the current event is handled.
+    @exclusivity(unchecked) private var budgetCheckDue = false
     // The loop's hot state is touched only by its own thread, so its
     // exclusivity is not checked at run time: each checked access cost about
     // 80 instructions, over 1,000 per request at P=1 (tools/bench-instructions).
@@ -46,7 +53,8 @@ final class EventLoop: @unchecked Sendable {
     private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
-         logger: Logger, openConnections: ConnectionCount, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
+         logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames,
+         stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
         self.service = service
@@ -54,6 +62,7 @@ final class EventLoop: @unchecked Sendable {
         self.config = config
         self.logger = logger
         self.openConnections = openConnections
+        self.unfinished = unfinished
         self.stopping = stopping
         epoll = try Epoll()
         wakeup = try EventFD()
@@ -105,9 +114,12 @@ final class EventLoop: @unchecked Sendable {
                     case Self.listenerToken: acceptAll()
                     case Self.wakeToken:
                         wakeup.drain()
+                        if unfinished.takeCheckRequest(loop: index) { budgetCheckDue = true }
                         deliverAnswers()
                     default: handleEvents(fd: Int32(truncatingIfNeeded: token), events: events)
                     }
+                    // Between events, so no connection is closed while in use.
+                    if budgetCheckDue { enforceBudget() }
                 }
             } catch {
                 logger.error("loop \(index): epoll_wait failed: \(error)")
@@ -214,7 +226,10 @@ final class EventLoop: @unchecked Sendable {
             connection.lastProgress = monotonicNanoseconds()
             answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
             deliver(connection)
-            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers { return }
+            // Over the unfinished-frame budget: stop reading here, so it is
+            // enforced before this connection grows by another read (epoll
+            // reports the rest again).
+            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers || budgetCheckDue { return }
             // A short read means the socket is drained; level-triggered epoll
             // reports it again when more arrives, so skip the EAGAIN read.
             if count < readBuffer.count { return }
@@ -231,12 +246,17 @@ final class EventLoop: @unchecked Sendable {
         // `inout` costs a dynamic exclusivity check per answer.
         var out: [UInt8] = []
         swap(&out, &output)
-        defer { swap(&out, &output) }
+        var completedAFrame = false
+        defer {
+            swap(&out, &output)
+            noteUnfinishedFrame(connection, completedAFrame: completedAFrame, now: receivedAt)
+        }
         do {
             if connection.decoder.bufferedByteCount > 0 || !bytes.isEmpty && mustWait(connection, out) {
                 connection.decoder.append(bytes)
                 while !mustWait(connection, out), let frame = try connection.decoder.next() {
                     frame.withUnsafeBytes { body in answer(body, connection, handler, receivedAt, into: &out) }
+                    completedAFrame = true
                 }
                 connection.decoder.releaseStorageIfEmpty()
                 return
@@ -244,6 +264,7 @@ final class EventLoop: @unchecked Sendable {
             var rest = bytes
             while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: config.maximumFrameBytes) {
                 answer(body, connection, handler, receivedAt, into: &out)
+                completedAFrame = true
                 rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
                 if mustWait(connection, out) { break }
             }
@@ -261,6 +282,87 @@ final class EventLoop: @unchecked Sendable {
                 connection.closeAfterFlush = true
             }
         }
+    }
+
+    /// After a read: when the frame still arriving began (a frame completed
+    /// in this read means the unfinished one began in it), and the
+    /// connection's holding in the shared budget. Costs two comparisons for a
+    /// connection whose frames arrive whole.
+    @inline(__always)
+    private func noteUnfinishedFrame(_ connection: Connection, completedAFrame: Bool, now: UInt64) {
+        if connection.decoder.bufferedByteCount == 0 {
+            connection.unfinishedSince = 0
+        } else if completedAFrame || connection.unfinishedSince == 0 {
+            connection.unfinishedSince = now
+        }
+        if connection.decoder.storageByteCount != connection.accountedFrameBytes { account(connection) }
+    }
+
+    /// Brings the shared total up to date with the connection's decoder; a
+    /// growth that takes the total over budget schedules `enforceBudget`.
+    private func account(_ connection: Connection) {
+        let held = connection.decoder.storageByteCount
+        let delta = held - connection.accountedFrameBytes
+        guard delta != 0 else { return }
+        connection.accountedFrameBytes = held
+        let total = unfinished.add(delta)
+        if held > publishedLargestHolding {
+            publishedLargestHolding = held
+            unfinished.publish(largest: held, loop: index)
+        }
+        if delta > 0 && total > unfinished.limit { budgetCheckDue = true }
+    }
+
+    /// While the shared total is over budget: closes this loop's largest
+    /// holder, unless another loop has published a larger one, which is then
+    /// asked to check instead (see `UnfinishedFrames`).
+    private func enforceBudget() {
+        budgetCheckDue = false
+        while unfinished.bytes > unfinished.limit {
+            // Among equal holdings, the frame that began first: a client that
+            // stopped sending, rather than one whose frame is still streaming in.
+            var largest: Connection?
+            for c in connections.values where c.accountedFrameBytes > 0 {
+                guard let l = largest else { largest = c; continue }
+                if c.accountedFrameBytes > l.accountedFrameBytes
+                    || c.accountedFrameBytes == l.accountedFrameBytes && c.unfinishedSince < l.unfinishedSince {
+                    largest = c
+                }
+            }
+            let size = largest?.accountedFrameBytes ?? 0
+            publishedLargestHolding = size
+            unfinished.publish(largest: size, loop: index)
+            if let other = unfinished.loop(holdingMoreThan: size, besides: index) {
+                unfinished.requestCheck(loop: other)
+                return
+            }
+            guard let largest else { return }
+            let announced = largest.decoder.announcedBodyLength
+            logger.info("loop \(index): \(unfinished.bytes) bytes are held in unfinished frames (maximum \(unfinished.limit)); closing connection \(largest.socket.descriptor), the largest holder (\(size) bytes)")
+            cutOff(largest, reason: "unfinished-frame budget", status: Status(
+                .resourceExhausted,
+                "groserd holds more than its maximum of \(unfinished.limit) bytes in frames still arriving, and this connection's\(announced.map { " frame of \($0) bytes" } ?? " unfinished frame") is the largest; the connection will be closed."))
+        }
+    }
+
+    /// Drops the connection's unfinished frame (its memory goes back at
+    /// once), answers what it owes, then `status` if the socket takes it,
+    /// and closes it.
+    private func cutOff(_ connection: Connection, reason: String, status: Status) {
+        let alreadyClosing = connection.closeAfterFlush
+        connection.decoder.removeAll()
+        connection.unfinishedSince = 0
+        account(connection)
+        if !alreadyClosing {
+            var frame: [UInt8] = []
+            ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
+            if connection.held.isEmpty { connection.output.append(contentsOf: frame) } else { _ = connection.hold(.ready(frame)) }
+            connection.closeAfterFlush = true
+        }
+        // The peer may take no more: its status frame then waits at most
+        // the slow-reader timeout.
+        logger.debug("loop \(index): connection \(connection.socket.descriptor) cut off: \(reason)")
+        finishIO(connection)
     }
 
     /// True when no more frames may be answered now: the answers already
@@ -400,6 +502,9 @@ final class EventLoop: @unchecked Sendable {
                 connection.waitingForAnswers = false
                 resume = true
             }
+            // The client could not send while it was not read: its
+            // unfinished frame's time starts again.
+            if resume && connection.unfinishedSince != 0 { connection.unfinishedSince = monotonicNanoseconds() }
             let buffered = connection.decoder.bufferedByteCount
             guard resume, buffered > 0 else { break }
             answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
@@ -434,19 +539,40 @@ final class EventLoop: @unchecked Sendable {
         connection.token.close()
         connection.socket.close()
         openConnections.value.subtract(1, ordering: .relaxed)
+        if connection.accountedFrameBytes != 0 {
+            _ = unfinished.add(-connection.accountedFrameBytes)
+            connection.accountedFrameBytes = 0
+        }
     }
 
     // MARK: Timeouts
 
-    /// Once a second: cuts off clients that stopped reading their answers
-    /// and, when configured, connections idle too long.
+    /// Once a second: cuts off clients that stopped reading their answers,
+    /// frames that did not arrive in time and, when configured, connections
+    /// idle too long; enforces the unfinished-frame budget if a hand-off was
+    /// missed.
     private func sweepIfDue() {
         let now = monotonicNanoseconds()
         guard now &- lastSweep >= 1_000_000_000 else { return }
         lastSweep = now
         let stallLimit = UInt64(config.slowReaderTimeoutSeconds * 1e9)
         let idleLimit = UInt64(config.idleTimeoutSeconds * 1e9)
+        let frameLimit = UInt64(config.frameReadTimeoutSeconds * 1e9)
         for connection in Array(connections.values) {
+            // (A connection the server does not read cannot finish its frame.)
+            if connection.unfinishedSince != 0 && !connection.readPaused && !connection.waitingForAnswers
+                && now &- connection.unfinishedSince > frameLimit {
+                let buffered = connection.decoder.bufferedByteCount
+                let announced = connection.decoder.announcedBodyLength
+                let timeout = config.frameReadTimeoutSeconds
+                let seconds = timeout == timeout.rounded() ? "\(Int(timeout)) s" : "\(timeout) s"
+                logger.info("loop \(index): connection \(connection.socket.descriptor) sent \(buffered) bytes of a frame and not the rest within \(seconds); closing it")
+                let what = announced.map { "The frame of \($0) bytes" } ?? "The frame's header"
+                cutOff(connection, reason: "frame read timeout", status: Status(
+                    .resourceExhausted,
+                    "\(what) did not arrive within \(seconds) of its first byte (\(buffered) bytes came); the connection will be closed."))
+                continue
+            }
             if connection.stalledSince != 0 && connection.pendingOutputBytes > 0 && now &- connection.stalledSince > stallLimit {
                 logger.info("loop \(index): connection \(connection.socket.descriptor) read none of its \(connection.pendingOutputBytes) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
                 close(connection, reason: "cut off: not reading")
@@ -455,6 +581,7 @@ final class EventLoop: @unchecked Sendable {
                 close(connection, reason: "idle for \(Int(config.idleTimeoutSeconds)) s")
             }
         }
+        if unfinished.bytes > unfinished.limit { enforceBudget() }
     }
 
     // MARK: Shutdown

@@ -33,9 +33,11 @@ public struct RequestHandler: Sendable {
         do {
             request = try Request.decode(body)
         } catch {
-            ResponseFrameWriter.appendStatus(
-                id: 0, status: Status(.invalidArgument, "The frame is not a valid groser.v1.Request message."),
-                to: &out)
+            // Refused unread, like a malformed frame: id 0 (PROTOCOL.md §2, §11).
+            let message = error.tooManyFields
+                ? "The request has more than \(Request.fieldLimit(for: body)) fields (unknown and repeated ones count); groserd does not read it."
+                : "The frame is not a valid groser.v1.Request message."
+            ResponseFrameWriter.appendStatus(id: 0, status: Status(.invalidArgument, message), to: &out)
             return .answered
         }
         return respond(to: request, receivedAt: receivedAt, into: &out)

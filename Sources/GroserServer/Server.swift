@@ -54,11 +54,14 @@ public final class Server: Sendable {
             try? Files.remove(config.socketPath)
             throw ServerError("cannot start the commit thread: \(error)")
         }
+        let unfinished = UnfinishedFrames(limit: config.maximumUnfinishedFrameBytes, loops: max(1, config.threads))
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
-                                           logger: logger, openConnections: openConnections, stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
+                                           logger: logger, openConnections: openConnections, unfinished: unfinished,
+                                           stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
+            unfinished.attach(wakers: loops.map { loop in { loop.wake() } })
             for loop in loops {
                 threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })
             }

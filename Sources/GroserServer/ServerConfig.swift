@@ -27,6 +27,12 @@ public struct ServerConfig: Sendable {
     public var slowReaderTimeoutSeconds = 10.0
     /// Connections with nothing to do for this long are closed; 0: never.
     public var idleTimeoutSeconds = 0.0
+    /// A frame whose bytes have not all arrived this long after it began
+    /// closes its connection (a client sending part of a frame and stopping).
+    public var frameReadTimeoutSeconds = 5.0
+    /// Bytes all connections together may hold in frames still arriving;
+    /// above it, the connections holding the largest are closed first.
+    public var maximumUnfinishedFrameBytes = 64 * 1024 * 1024
     /// The most units of one product in a cart line.
     public var maximumQuantity: UInt32 = 99
     /// The socket file's group (it is 0660), when not the daemon's own.

@@ -201,6 +201,16 @@ public enum Allocator {
     /// Gives freed heap memory back to the kernel (after a large transient
     /// structure, such as a decoded catalog, is gone).
     public static func returnFreeMemory() { _ = malloc_trim(0) }
+
+    /// Serves every allocation of `bytes` or more with its own mapping,
+    /// unmapped when freed. glibc starts at 128 KiB but raises the threshold
+    /// to the size of each mapped block freed (up to 32 MiB), after which
+    /// buffers of a few MiB come from the heaps and stay resident after they
+    /// are freed: after 100 clients' 4 MiB frames were closed, groserd kept
+    /// 715 MB. Setting the threshold fixes it where it is.
+    public static func mapBlocksSeparately(from bytes: Int) {
+        _ = mallopt(M_MMAP_THRESHOLD, Int32(clamping: bytes))
+    }
 }
 
 /// An exclusive `flock` on a directory, held until the value goes out of

@@ -51,14 +51,20 @@ public enum Framing {
 }
 
 /// Splits a byte stream into frames. A value type with no I/O: feed it bytes
-/// with `append` (or read straight into `writableTail`), then call `next()`
+/// with `append` (or read straight into it with `writeTail`), then call `next()`
 /// until it answers nil ("need more bytes").
 ///
 /// The length prefix is checked against the maximum before any byte of the
 /// body is buffered, so an announced 4 GiB frame costs nothing.
 public struct FrameDecoder: Sendable {
     public let maximumFrameBytes: Int
-    private var storage: [UInt8]
+    /// The received bytes are `readIndex..<writeIndex`; those before are
+    /// already returned as frames. The array's capacity is chosen here,
+    /// never by its own growth, and its count only reaches past
+    /// `writeIndex` where `writeTail` zeroed room for a read: bytes that
+    /// only `append` fills are never written before they arrive, so pages
+    /// of a large buffer that no byte has reached yet cost no memory.
+    private var storage: [UInt8] = []
     private var readIndex = 0
     private var writeIndex = 0
     private static let shrinkThreshold = 1 << 20
@@ -66,38 +72,65 @@ public struct FrameDecoder: Sendable {
     /// `initialCapacity` 0 allocates nothing until the first byte arrives.
     public init(maximumFrameBytes: Int = Framing.defaultMaximumFrameBytes, initialCapacity: Int = 16 * 1024) {
         self.maximumFrameBytes = maximumFrameBytes
-        self.storage = initialCapacity > 0 ? [UInt8](repeating: 0, count: initialCapacity) : []
+        if initialCapacity > 0 { storage.reserveCapacity(initialCapacity) }
     }
 
     /// Bytes received but not yet returned as frames.
     public var bufferedByteCount: Int { writeIndex - readIndex }
 
+    /// Bytes of memory the buffer holds, used or not: what a server counts
+    /// against its budget for frames still arriving.
+    public var storageByteCount: Int { storage.capacity }
+
+    /// The body length announced by the frame at the front of the buffer,
+    /// once its whole header has arrived; nil before that.
+    public var announcedBodyLength: Int? {
+        guard writeIndex - readIndex >= Framing.headerSize else { return nil }
+        return Int(storage.withUnsafeBytes { raw -> UInt32 in
+            var n: UInt32 = 0
+            for i in 0..<Framing.headerSize { n = n << 8 | UInt32(raw[readIndex + i]) }
+            return n
+        })
+    }
+
     /// Gives the buffer back when nothing is buffered, so an idle
     /// connection holds no memory; the next byte allocates again.
     public mutating func releaseStorageIfEmpty() {
-        if readIndex == writeIndex && !storage.isEmpty {
-            storage = []
-            readIndex = 0
-            writeIndex = 0
-        }
+        if readIndex == writeIndex && storage.capacity > 0 { removeAll() }
+    }
+
+    /// Drops every buffered byte, whole frames included, and gives the
+    /// buffer back: for a stream that will not be read further.
+    public mutating func removeAll() {
+        storage = []
+        readIndex = 0
+        writeIndex = 0
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         reserveTail(bytes.count)
-        storage.withUnsafeMutableBytes { raw in
-            (raw.baseAddress! + writeIndex).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        // Over room `writeTail` zeroed, then past the array's count.
+        let overwritten = min(bytes.count, storage.count - writeIndex)
+        if overwritten > 0 {
+            storage.withUnsafeMutableBytes { raw in
+                (raw.baseAddress! + writeIndex).copyMemory(from: bytes.baseAddress!, byteCount: overwritten)
+            }
+        }
+        if overwritten < bytes.count {
+            UnsafeRawBufferPointer(rebasing: bytes[overwritten...]).withMemoryRebound(to: UInt8.self) {
+                storage.append(contentsOf: $0)
+            }
         }
         writeIndex += bytes.count
     }
 
     /// Appends received bytes.
     public mutating func append(_ bytes: some Collection<UInt8>) {
-        reserveTail(bytes.count)
-        let start = writeIndex
-        storage.replaceSubrange(start..<(start + bytes.count), with: bytes)
-        writeIndex += bytes.count
+        if bytes.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) == nil {
+            Array(bytes).withUnsafeBytes { append($0) }
+        }
     }
 
     /// Lets a reader write up to `capacity` bytes straight into the buffer;
@@ -107,6 +140,10 @@ public struct FrameDecoder: Sendable {
     ) throws(E) -> Int {
         reserveTail(capacity)
         let start = writeIndex
+        if storage.count < start + capacity {
+            // Zeroed once: later reads into the same room reuse it.
+            storage.append(contentsOf: repeatElement(0, count: start + capacity - storage.count))
+        }
         let result = storage.withUnsafeMutableBytes { raw in
             Result { () throws(E) -> Int in
                 try body(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + capacity)]))
@@ -138,12 +175,11 @@ public struct FrameDecoder: Sendable {
         let body = storage[bodyStart..<(bodyStart + Int(length))]
         if readIndex == writeIndex {
             // Nothing left over: the next read starts at the front again, and
-            // a buffer grown for one large frame is given back.
+            // a buffer grown for one large frame is given back (the slice
+            // keeps it until the caller is done).
             readIndex = 0
             writeIndex = 0
-            if storage.count > Self.shrinkThreshold {
-                storage = [UInt8](repeating: 0, count: Self.shrinkThreshold / 16)
-            }
+            if storage.capacity > Self.shrinkThreshold { storage = [] }
         }
         return body
     }
@@ -151,22 +187,42 @@ public struct FrameDecoder: Sendable {
     /// Makes room for `count` more bytes after `writeIndex`, moving unread
     /// bytes to the front before growing.
     private mutating func reserveTail(_ count: Int) {
-        if storage.count - writeIndex >= count { return }
+        if storage.capacity - writeIndex >= count { return }
         let unread = writeIndex - readIndex
-        if readIndex > 0 {
+        if storage.capacity >= unread + count {
             if unread > 0 {
                 storage.withUnsafeMutableBytes { raw in
                     let base = raw.baseAddress!
-                    (base).copyMemory(from: base + readIndex, byteCount: unread)
+                    base.copyMemory(from: base + readIndex, byteCount: unread)
                 }
             }
-            readIndex = 0
-            writeIndex = unread
+        } else {
+            let frameByteCount = announcedBodyLength.flatMap { $0 <= maximumFrameBytes ? Framing.headerSize + $0 : nil }
+            let newCount = Self.grownCapacity(current: storage.capacity, needed: unread + count, frameByteCount: frameByteCount)
+            var grown: [UInt8] = []
+            grown.reserveCapacity(newCount)
+            grown.append(contentsOf: storage[readIndex..<writeIndex])
+            storage = grown
         }
-        if storage.count - writeIndex < count {
-            var newCount = max(storage.count * 2, 4096)
-            while newCount - writeIndex < count { newCount *= 2 }
-            storage.append(contentsOf: repeatElement(0, count: newCount - storage.count))
+        readIndex = 0
+        writeIndex = unread
+    }
+
+    /// The size to grow a buffer of `current` bytes to when it must hold
+    /// `needed`: doubling (at least 4 KiB), so appends cost amortised
+    /// constant time, but never past the end of the frame being received
+    /// when its length is known and `needed` fits in it. So an unfinished
+    /// frame holds at most its own size, and at most about 2.5 times the
+    /// bytes that have arrived of it: a header announcing 4 MiB reserves
+    /// 4 KiB, not 4 MiB.
+    static func grownCapacity(current: Int, needed: Int, frameByteCount: Int?) -> Int {
+        var newCount = max(current * 2, 4096)
+        while newCount < needed { newCount *= 2 }
+        if let frameByteCount, needed <= frameByteCount, frameByteCount - newCount <= newCount / 4 {
+            // Within a quarter of the frame's end (or past it): take exactly
+            // the frame, rather than growing again for its last bytes.
+            newCount = frameByteCount
         }
+        return newCount
     }
 }

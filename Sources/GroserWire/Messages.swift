@@ -186,5 +186,13 @@ public struct Response: Sendable, Hashable {
 /// Why bytes could not be read as a message.
 public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The frame was refused unread: it has more fields than
+    /// `Request.maximumFieldCount`, which would make protobuf-c's unpack cost
+    /// many times its size.
+    public var tooManyFields: Bool
+
+    public init(_ description: String, tooManyFields: Bool = false) {
+        self.description = description
+        self.tooManyFields = tooManyFields
+    }
 }

@@ -355,8 +355,122 @@ extension Request {
         return withMessage(p, pack)
     }
 
-    /// Reads a Request from a frame's body.
+    /// The most fields a request may have, counted as `fieldCount` counts
+    /// them. A v1 request has at most about 15; the rest is room for fields
+    /// a newer client adds. Past it a request is refused unread: protobuf-c's
+    /// unpack keeps 32 to 64 bytes of scan state for every field of a message
+    /// and 24 bytes plus a malloc'd copy for every unknown one, so a 4 MiB
+    /// frame of 2-byte fields cost it over 150 MB. Up to the limit, it costs
+    /// at most about 256 × 150 bytes besides copies of the frame's bytes.
+    public static let maximumFieldCount = 256
+    /// An ImportCatalog request may have one field per this many bytes: it
+    /// carries thousands of real fields, one per 6 to 11 bytes, and
+    /// protobuf-c's cost for them stays a small multiple of the frame's size.
+    /// Every other request keeps `maximumFieldCount`.
+    public static let importBytesPerField = 4
+
+    /// The most fields the request in `bytes` may have.
+    public static func fieldLimit(for bytes: UnsafeRawBufferPointer) -> Int {
+        isImport(bytes) ? max(maximumFieldCount, bytes.count / importBytesPerField) : maximumFieldCount
+    }
+
+    /// True when the envelope's method is ImportCatalog (field 24): a look
+    /// at the top-level keys only, allocating nothing.
+    static func isImport(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.count && shift < 64 {
+                let b = bytes[offset]
+                offset += 1
+                value |= UInt64(b & 0x7f) << shift
+                if b < 0x80 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        while offset < bytes.count {
+            guard let key = varint() else { return false }
+            switch key & 7 {
+            case 0: guard varint() != nil else { return false }
+            case 1: offset += 8
+            case 5: offset += 4
+            case 2:
+                if key >> 3 == 24 { return true }
+                guard let length = varint(), length <= UInt64(bytes.count - offset) else { return false }
+                offset += Int(length)
+            default: return false
+            }
+        }
+        return false
+    }
+
+    /// The fields in a request's encoding as protobuf-c's unpack would scan
+    /// them: the envelope's, and inside every field the schema declares as a
+    /// message, that message's, at every depth. Unknown fields, and known
+    /// ones given more than once, each count; an unknown field's contents are
+    /// not looked into (protobuf-c keeps them as bytes). Counting stops once
+    /// past `limit`, and at the first malformed byte (protobuf-c then refuses
+    /// the frame itself). Reads the frame once, allocating nothing.
+    public static func fieldCount(_ bytes: UnsafeRawBufferPointer, stoppingPast limit: Int = maximumFieldCount) -> Int {
+        var count = 0
+        withUnsafePointer(to: groser__v1__request__descriptor) { descriptor in
+            countFields(bytes, descriptor, depth: 0, limit: limit, into: &count)
+        }
+        return count
+    }
+
+    private static func countFields(_ bytes: UnsafeRawBufferPointer, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+                                    depth: Int, limit: Int, into count: inout Int) {
+        var offset = 0
+        func varint() -> UInt64? {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while offset < bytes.count && shift < 64 {
+                let b = bytes[offset]
+                offset += 1
+                value |= UInt64(b & 0x7f) << shift
+                if b < 0x80 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        while offset < bytes.count && count <= limit {
+            guard let key = varint() else { return }
+            count += 1
+            let number = key >> 3
+            switch key & 7 {
+            case 0: guard varint() != nil else { return }
+            case 1: offset += 8
+            case 5: offset += 4
+            case 2:
+                guard let length = varint(), length <= UInt64(bytes.count - offset) else { return }
+                let start = offset
+                offset += Int(length)
+                // Request messages do not nest themselves; the depth bound
+                // only guards against a schema that one day does.
+                guard depth < 32, number > 0, number <= UInt64(UInt32.max),
+                      let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(number)),
+                      field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
+                      let nested = field.pointee.descriptor else { continue }
+                countFields(UnsafeRawBufferPointer(rebasing: bytes[start..<offset]),
+                            nested.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
+                            depth: depth + 1, limit: limit, into: &count)
+            default: return
+            }
+        }
+    }
+
+    /// Reads a Request from a frame's body. A request of more than
+    /// `maximumFieldCount` fields is refused before protobuf-c sees it.
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Request {
+        // Every field takes at least 2 bytes (a key and a value or length),
+        // so a frame this short cannot have too many: no scan.
+        let limit = fieldLimit(for: bytes)
+        guard bytes.count <= 2 * limit || fieldCount(bytes, stoppingPast: limit) <= limit else {
+            throw DecodingError("the request has more than \(limit) fields", tooManyFields: true)
+        }
         guard let p = groser__v1__request__unpack(nil, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {
             throw DecodingError("the frame is not a valid groser.v1.Request message")
         }

@@ -29,6 +29,9 @@ do { try Server.prepareSocketDirectory(config) } catch {
     logger.error("cannot start: \(error)")
     exit(1)
 }
+// Frames of up to --max-frame-bytes come and go: their memory must go back
+// to the kernel when they do, or the unfinished-frame budget bounds nothing.
+Allocator.mapBlocksSeparately(from: 128 * 1024)
 // Room for --max-connections plus the database, the loops and the listener.
 let openFiles = ResourceLimits.raiseOpenFiles(to: UInt64(config.maximumConnections) + 64)
 if openFiles < UInt64(config.maximumConnections) + 16 {

@@ -24,6 +24,8 @@ struct DaemonArgumentsTests {
         #expect(c.logLevel == .info)
         #expect(c.socketPath.hasSuffix("/groserd.sock") || ProcessInfo.environment("GROSER_SOCKET") != nil)
         #expect(c.dataDirectory.hasSuffix("/groser"))
+        #expect(c.frameReadTimeoutSeconds == 5)
+        #expect(c.maximumUnfinishedFrameBytes == 67_108_864)
     }
 
     @Test func everyOptionSetsItsField() throws {
@@ -58,6 +60,10 @@ struct DaemonArgumentsTests {
         (["--log-level=warn"], "log", "warning"),
         (["--log-level", "ERROR"], "log", "error"),
         (["--log-level=Info"], "log", "info"),
+        (["--frame-read-timeout", "0.5"], "frame-timeout", "0.5"),
+        (["--frame-read-timeout=30"], "frame-timeout", "30.0"),
+        (["--max-unfinished-frame-bytes", "1048576"], "unfinished", "1048576"),
+        (["--max-unfinished-frame-bytes=1"], "unfinished", "1"),
         // The last occurrence wins.
         (["--threads", "2", "--threads=5"], "threads", "5"),
     ] as [([String], String, String)])
@@ -70,6 +76,8 @@ struct DaemonArgumentsTests {
         case "frame": String(c.maximumFrameBytes)
         case "threads": String(c.threads)
         case "log": "\(c.logLevel)"
+        case "frame-timeout": String(c.frameReadTimeoutSeconds)
+        case "unfinished": String(c.maximumUnfinishedFrameBytes)
         default: "?"
         }
         #expect(actual == expected)
@@ -96,6 +104,11 @@ struct DaemonArgumentsTests {
         (["serve"], "serve"),
         (["-v"], "-v"),
         (["--socket", "/tmp/a.sock", "--threads", "x"], "--threads"),
+        (["--frame-read-timeout", "0"], "--frame-read-timeout"),
+        (["--frame-read-timeout", "-1"], "--frame-read-timeout"),
+        (["--frame-read-timeout=soon"], "--frame-read-timeout"),
+        (["--max-unfinished-frame-bytes", "0"], "--max-unfinished-frame-bytes"),
+        (["--max-unfinished-frame-bytes", "64MiB"], "--max-unfinished-frame-bytes"),
     ] as [([String], String)])
     func badArgumentsAreServerErrorsNamingTheProblem(arguments: [String], named: String) {
         let error = #expect(throws: ServerError.self) { _ = try DaemonArguments.parse(arguments) }
@@ -111,7 +124,8 @@ struct DaemonArgumentsTests {
     }
 
     @Test func theUsageNamesEveryOption() {
-        for option in ["--socket", "--data", "--image-base-url", "--max-frame-bytes", "--threads", "--log-level", "--help"] {
+        for option in ["--socket", "--data", "--image-base-url", "--max-frame-bytes", "--threads", "--log-level", "--help",
+                       "--frame-read-timeout", "--max-unfinished-frame-bytes"] {
             #expect(DaemonArguments.usage.contains(option), "\(option)")
         }
     }

@@ -280,6 +280,29 @@ struct RequestHandlerTests {
         #expect(r.body == .none)
     }
 
+    /// 4 MiB of 2-byte unknown fields cost protobuf-c's unpack over 150 MB;
+    /// such a frame is refused unread, like a malformed one.
+    @Test(arguments: [Request.maximumFieldCount, 2_000_000])
+    func aRequestWithTooManyFieldsIsInvalidWithID0(unknownFields: Int) throws {
+        var frame: [UInt8] = [0x08, 0x07, 0x52, 0x00]  // id 7, ServerInfo
+        frame.reserveCapacity(frame.count + 2 * unknownFields)
+        for _ in 0..<unknownFields { frame += [0x18, 0x01] }
+        let r = try respond(toFrame: frame)
+        #expect(r.id == 0)
+        #expect(r.status.code == .invalidArgument)
+        #expect(r.status.message.contains("more than \(Request.maximumFieldCount) fields"), "\(r.status.message)")
+        #expect(r.body == .none)
+    }
+
+    @Test func aRequestWithAFewUnknownFieldsIsAnswered() throws {
+        var frame: [UInt8] = [0x08, 0x07, 0x52, 0x00]
+        for _ in 0..<(Request.maximumFieldCount - 2) { frame += [0x18, 0x01] }
+        let r = try respond(toFrame: frame)
+        #expect(r.id == 7)
+        #expect(r.status.isOK)
+        #expect(r.serverInfo != nil)
+    }
+
     // MARK: ServerInfo
 
     @Test func serverInfoDescribesTheServer() throws {

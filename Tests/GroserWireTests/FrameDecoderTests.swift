@@ -224,6 +224,40 @@ struct FrameDecoderTests {
         #expect(decoder.bufferedByteCount == 0)
     }
 
+    /// A reader may mix both ways of feeding a decoder: room that
+    /// `writeTail` prepared and left unused is later filled by `append`.
+    @Test(arguments: 0..<100)
+    func appendAndWriteTailInterleavedComeOutIdentical(seed: Int) throws {
+        var rng = SeededGenerator(seed: UInt64(seed) &+ 777)
+        let bodies = (0..<40).map { i in
+            patternBytes(count: Bool.random(using: &rng) ? Int.random(in: 0...300, using: &rng) : Int.random(in: 0...200_000, using: &rng),
+                         seed: UInt64(seed * 100 + i))
+        }
+        let stream = bodies.flatMap { Framing.frame($0) }
+        var decoder = FrameDecoder(initialCapacity: [0, 16, 16 * 1024].randomElement(using: &rng)!)
+        var source = stream[...]
+        var frames: [[UInt8]] = []
+        while !source.isEmpty {
+            if Bool.random(using: &rng) {
+                let n = min(Int.random(in: 1...70_000, using: &rng), source.count)
+                decoder.append(source.prefix(n))
+                source = source.dropFirst(n)
+            } else {
+                let capacity = Int.random(in: 1...70_000, using: &rng)
+                let written = decoder.writeTail(capacity: capacity) { raw in
+                    let n = min(raw.count, source.count, Int.random(in: 0...capacity, using: &rng))
+                    raw.copyBytes(from: source.prefix(n))
+                    return n
+                }
+                source = source.dropFirst(written)
+            }
+            if Int.random(in: 0..<3, using: &rng) == 0 { frames += try decoder.drain() }
+        }
+        frames += try decoder.drain()
+        #expect(frames == bodies, "seed \(seed)")
+        #expect(decoder.bufferedByteCount == 0)
+    }
+
     private struct ReadFailed: Error, Equatable {}
 
     @Test func writeTailThatWritesNothingOrThrowsLeavesTheBufferAlone() throws {
@@ -244,5 +278,79 @@ struct FrameDecoderTests {
         #expect(decoder.bufferedByteCount == 6)
         decoder.append(frame.dropFirst(6))
         #expect(try decoder.next().map(Array.init) == [1, 2, 3, 4])
+    }
+
+    // MARK: Memory held by an unfinished frame
+
+    /// What a server holds for a client that sends 4 MiB − 1 bytes of a
+    /// 4 MiB frame, read by read: the frame's own size (it was 8 MiB, the
+    /// array's own doubling on top of the decoder's).
+    @Test func anUnfinishedFrameAtTheMaximumHoldsItsOwnSize() throws {
+        var decoder = FrameDecoder(initialCapacity: 0)
+        let length = Framing.defaultMaximumFrameBytes
+        let stream = Framing.frame(patternBytes(count: length, seed: 11))
+        var offset = 0
+        while offset < stream.count - 1 {
+            let chunk = min(65_536, stream.count - 1 - offset)
+            decoder.append(stream[offset..<(offset + chunk)])
+            offset += chunk
+            #expect(try decoder.next() == nil)
+        }
+        #expect(decoder.bufferedByteCount == stream.count - 1)
+        #expect(decoder.announcedBodyLength == length)
+        // (The allocator may round up to its page.)
+        #expect(decoder.storageByteCount >= Framing.headerSize + length)
+        #expect(decoder.storageByteCount <= Framing.headerSize + length + 4096)
+        decoder.append(stream.suffix(1))
+        #expect(try decoder.next()?.count == length)
+    }
+
+    @Test func aHeaderAnnouncingALargeFrameReservesLittle() throws {
+        var decoder = FrameDecoder(initialCapacity: 0)
+        var bytes: [UInt8] = []
+        Framing.appendHeader(length: Framing.defaultMaximumFrameBytes, to: &bytes)
+        decoder.append(bytes + [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        #expect(try decoder.next() == nil)
+        #expect(decoder.storageByteCount <= 8192)
+    }
+
+    /// While one frame arrives in random chunks, its buffer never holds more
+    /// than the frame, nor more than 2.5 times what has arrived (at least
+    /// 5 KiB): memory follows the bytes a client really sent.
+    @Test(arguments: 0..<50)
+    func anArrivingFrameHoldsAtMostItsSizeAndAboutTwiceItsBytes(seed: Int) throws {
+        var rng = SeededGenerator(seed: UInt64(seed) &* 104_729 &+ 3)
+        let length = Int.random(in: 16_384...Framing.defaultMaximumFrameBytes, using: &rng)
+        let body = patternBytes(count: length, seed: UInt64(seed))
+        let stream = Framing.frame(body)
+        var decoder = FrameDecoder(initialCapacity: 0)
+        var offset = 0
+        var frames: [[UInt8]] = []
+        while offset < stream.count {
+            let maxChunk = Bool.random(using: &rng) ? 65_536 : 3_000
+            let chunk = min(Int.random(in: Framing.headerSize...maxChunk, using: &rng), stream.count - offset)
+            decoder.append(stream[offset..<(offset + chunk)])
+            offset += chunk
+            if offset < stream.count {
+                let held = decoder.storageByteCount
+                #expect(held <= stream.count + 4096, "seed \(seed): \(held) bytes held for a \(stream.count)-byte frame")
+                #expect(held <= max(5 * 1024, decoder.bufferedByteCount * 5 / 2) + 4096,
+                        "seed \(seed): \(held) bytes held for \(decoder.bufferedByteCount) received")
+            }
+            frames += try decoder.drain()
+        }
+        #expect(frames == [body])
+    }
+
+    @Test func removeAllDropsEverythingAndTheDecoderGoesOn() throws {
+        var decoder = FrameDecoder(initialCapacity: 0)
+        decoder.append(Framing.frame([1, 2, 3]) + Framing.frame(patternBytes(count: 50_000, seed: 1)).prefix(30_000))
+        #expect(decoder.storageByteCount > 0)
+        decoder.removeAll()
+        #expect(decoder.bufferedByteCount == 0)
+        #expect(decoder.storageByteCount == 0)
+        #expect(decoder.announcedBodyLength == nil)
+        decoder.append(Framing.frame([4]))
+        #expect(try decoder.drain() == [[4]])
     }
 }

@@ -261,15 +261,20 @@ def build_groserd(configuration: str = "release") -> str:
     return out.stdout.strip() + "/groserd"
 
 
-def read_rss_kb(pid: int) -> Optional[int]:
+def read_status_kb(pid: int, key: str) -> Optional[int]:
+    """A kB figure of /proc/PID/status: VmRSS (resident now), VmHWM (peak resident)."""
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1])
     except OSError:
         return None
     return None
+
+
+def read_rss_kb(pid: int) -> Optional[int]:
+    return read_status_kb(pid, "VmRSS")
 
 
 class Daemon:

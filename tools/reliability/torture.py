@@ -3,15 +3,24 @@
 its answers. Run through tools/torture, which installs and builds first.
 
 Many connections (default 50) send random bytes, mutated valid frames,
-truncated frames, length prefixes up to 4 GiB, frames at the size limit, and
+truncated frames, length prefixes up to 4 GiB, frames at the size limit,
+most of a 4 MiB frame and then nothing (partial-frame, at most 20 at once),
+4 MiB requests of up to 2 M unknown or repeated fields (unknown-fields), and
 disconnect mid-frame, for --seconds (default 60) or --max-inputs, whichever
 comes first. Meanwhile one client on its own connection keeps checking
 ListCities' count, GetStore SPB, and an AddItem + GetCart in its own session.
 
+Then a memory phase (--memory-seconds) runs only partial-frame,
+unknown-fields and at-limit from a reset peak: the daemon's peak resident
+memory (VmHWM) over it must stay under twice its idle VmRSS plus the
+unfinished-frame budget (--budget, given to the daemon). The mixed attack's
+VmHWM is printed too; it is not held to that bound, since other attacks
+(pipeline-and-vanish) cost memory the budget does not cover.
+
 Fails (exit 1) when the daemon dies, the good client sees any error, a
 deterministic protocol expectation is broken, SIGTERM does not stop it
-cleanly, or its VmRSS after the run exceeds the warm-up figure by more than
-50% + 20 MiB.
+cleanly, the memory phase's VmHWM is over that bound, or its VmRSS after the
+run exceeds the warm-up figure by more than 50% + 20 MiB.
 """
 from __future__ import annotations
 
@@ -36,6 +45,12 @@ class Counters:
         self.by_kind: dict[str, int] = {}
         self.bytes = 0
         self.unexpected: list[str] = []
+        self.outcomes: dict[str, int] = {}
+
+    def outcome(self, what: str) -> None:
+        """Counts an allowed outcome worth reporting (not an input)."""
+        with self.lock:
+            self.outcomes[what] = self.outcomes.get(what, 0) + 1
 
     def add(self, kind: str, nbytes: int) -> None:
         with self.lock:
@@ -87,7 +102,30 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 
 
 KINDS = {"random": 20, "mutated": 30, "truncated": 12, "huge-prefix": 8, "at-limit": 2, "header-only": 6,
-         "garbage-then-valid": 10, "pipeline-and-vanish": 8, "byte-by-byte": 4}
+         "garbage-then-valid": 10, "pipeline-and-vanish": 8, "byte-by-byte": 4, "partial-frame": 4,
+         "unknown-fields": 2}
+
+# A partial-frame attack holds its connection until the server cuts it off
+# (seconds, where the others take milliseconds): at most this many at once,
+# enough to pass the unfinished-frame budget (20 x 4 MiB > 64 MiB).
+MAX_PARTIAL_AT_ONCE = 20
+
+
+# What the memory phase runs: the attacks whose cost the unfinished-frame
+# budget and the request field limit bound, and legal frames at the limit.
+MEMORY_KINDS = ("partial-frame", "unknown-fields", "at-limit")
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Sets VmHWM back to the current VmRSS (Linux clear_refs, value 5)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
+
+
+class Settings:
+    """What the attacks need to know about the daemon's limits."""
+    frame_read_timeout = 5.0
+    partial_slots = threading.BoundedSemaphore(MAX_PARTIAL_AT_ONCE)
 
 
 def attacker(index: int, path: str, deadline: float, max_inputs: int, valid: list[bytes],
@@ -96,6 +134,15 @@ def attacker(index: int, path: str, deadline: float, max_inputs: int, valid: lis
     weights = [KINDS[k] for k in kinds]
     while not stop.is_set() and time.monotonic() < deadline and counters.total() < max_inputs:
         kind = rng.choices(kinds, weights=weights)[0]
+        slot = False
+        if kind == "partial-frame":
+            slot = Settings.partial_slots.acquire(blocking=False)
+            if not slot:
+                if len(kinds) == 1:
+                    time.sleep(0.05)
+                    continue
+                kind = rng.choices([k for k in kinds if k != "partial-frame"],
+                                   weights=[KINDS[k] for k in kinds if k != "partial-frame"])[0]
         try:
             with g.Conn(path, timeout=5) as c:
                 run_attack(kind, c, rng, valid, counters)
@@ -104,6 +151,9 @@ def attacker(index: int, path: str, deadline: float, max_inputs: int, valid: lis
             pass
         except Exception as exc:  # a bug in this script, or an unreadable answer
             counters.note(f"{kind}: {type(exc).__name__}: {exc}")
+        finally:
+            if slot:
+                Settings.partial_slots.release()
 
 
 def run_attack(kind: str, c: g.Conn, rng: random.Random, valid: list[bytes], counters: Counters) -> None:
@@ -153,8 +203,13 @@ def run_attack(kind: str, c: g.Conn, rng: random.Random, valid: list[bytes], cou
             c.send(data)
             counters.add(kind, len(data))
             resp = c.recv_response()
-            code, _ = g.status(resp)
-            if resp.id != 42 or code != g.UNIMPLEMENTED:
+            code, message = g.status(resp)
+            if resp.id == 0 and code == g.RESOURCE_EXHAUSTED and "is the largest" in message:
+                # Many frames this size arriving at once pass the
+                # unfinished-frame budget (16 of 4 MiB fill 64 MiB): then the
+                # largest holders are closed, maybe this one (PROTOCOL.md §11).
+                counters.outcome("whole at-limit frames cut off by the unfinished-frame budget")
+            elif resp.id != 42 or code != g.UNIMPLEMENTED:
                 counters.note(f"at-limit: got id {resp.id} code {code}, not id 42 UNIMPLEMENTED")
         else:
             data = g.LEN.pack(g.MAX_FRAME) + body[:rng.randint(0, 1 << 20)]
@@ -183,6 +238,66 @@ def run_attack(kind: str, c: g.Conn, rng: random.Random, valid: list[bytes], cou
         c.send(data)
         counters.add(kind, len(data))
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    elif kind == "partial-frame":
+        # Most of a frame (up to 4 MiB - 1 bytes of 4 MiB), then nothing:
+        # the server must cut the connection off, after its frame read
+        # timeout or sooner when the unfinished-frame budget is spent, with
+        # at most one id 0 RESOURCE_EXHAUSTED answer.
+        length = g.MAX_FRAME if rng.random() < 0.7 else rng.randint(1 << 16, g.MAX_FRAME)
+        sent = length + 4 - rng.randint(1, 4096)
+        body = g.frame(g.req_server_info(79).SerializeToString())[4:]
+        data = g.LEN.pack(length) + (body + bytes(length))[:sent - 4]
+        c.send(data)
+        counters.add(kind, len(data))
+        started = time.monotonic()
+        limit = Settings.frame_read_timeout + 10
+        c.sock.settimeout(limit)
+        try:
+            resp = c.recv_response()
+        except socket.timeout:
+            counters.note(f"partial-frame: not cut off within {limit:.0f} s")
+            return
+        except g.ConnectionClosed:
+            counters.outcome("partial frames closed without an answer")
+            return
+        code, message = g.status(resp)
+        if resp.id != 0 or code != g.RESOURCE_EXHAUSTED:
+            counters.note(f"partial-frame: got id {resp.id} code {code}, not id 0 RESOURCE_EXHAUSTED")
+        elif "did not arrive within" in message:
+            counters.outcome("partial frames cut off by the frame read timeout")
+        elif "is the largest" in message:
+            counters.outcome("partial frames cut off by the unfinished-frame budget")
+        else:
+            counters.note(f"partial-frame: RESOURCE_EXHAUSTED for no reason given: {message}")
+        try:
+            c.recv_frame()
+            counters.note("partial-frame: another frame after RESOURCE_EXHAUSTED")
+        except socket.timeout:
+            counters.note(f"partial-frame: not closed within {limit:.0f} s of its RESOURCE_EXHAUSTED")
+        except g.ConnectionClosed:
+            pass
+        if time.monotonic() - started > limit:
+            counters.note("partial-frame: cut off late")
+    elif kind == "unknown-fields":
+        # A request of far more fields than the server reads: 2-byte fields
+        # unknown to the schema, or a known field repeated inside the method's
+        # message, up to 4 MiB. Refused unread (id 0 INVALID_ARGUMENT); the
+        # connection goes on.
+        n = rng.choice([(g.MAX_FRAME - 8) // 2, rng.randint(257, 1 << 20)])
+        if rng.random() < 0.5:
+            body = b"\x08\x2b" + b"\x18\x01" * n   # id 43, field 3 (unknown)
+        else:
+            inner = b"\x20\x01" * n                  # get_store.include_products again and again
+            body = b"\x08\x2b\x62" + encode_varint(len(inner)) + inner
+        data = g.frame(body) + g.frame(g.req_server_info(44).SerializeToString())
+        c.send(data)
+        counters.add(kind, len(data))
+        first = c.recv_response()
+        second = c.recv_response()
+        if first.id != 0 or g.status(first)[0] != g.INVALID_ARGUMENT:
+            counters.note(f"unknown-fields: first answer id {first.id} code {g.status(first)[0]}, not id 0 INVALID_ARGUMENT")
+        if second.id != 44 or g.status(second)[0] != g.OK:
+            counters.note(f"unknown-fields: second answer id {second.id} code {g.status(second)[0]}")
     elif kind == "byte-by-byte":
         data = g.frame(rng.choice(valid))
         cut = rng.randint(1, len(data))
@@ -282,19 +397,30 @@ def main() -> int:
                     help="seconds of attack before the first VmRSS figure (default: a fifth of --seconds, at most 15)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (socket, data, log)")
     ap.add_argument("--kinds", default="", help="comma-separated attack kinds to use (default: all)")
+    ap.add_argument("--frame-read-timeout", type=float, default=5.0,
+                    help="the daemon's --frame-read-timeout in seconds (default 5, its default)")
+    ap.add_argument("--memory-seconds", type=float, default=None,
+                    help="length of the memory phase after the mixed attack (default: a third of --seconds, 5 to 20)")
+    ap.add_argument("--budget", type=int, default=64 * 1024 * 1024,
+                    help="the daemon's --max-unfinished-frame-bytes (default 67108864, its default)")
     args = ap.parse_args()
     g.install_signal_exit()
     warmup = args.warmup if args.warmup is not None else min(15.0, args.seconds / 5)
+    memory_seconds = args.memory_seconds if args.memory_seconds is not None else max(5.0, min(20.0, args.seconds / 3))
     kinds = [k for k in args.kinds.split(",") if k] or list(KINDS)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown:
         ap.error(f"unknown kinds {unknown}; known: {', '.join(KINDS)}")
 
+    Settings.frame_read_timeout = args.frame_read_timeout
     directory = g.make_temp_dir("gsr-tort-")
-    daemon = g.Daemon(args.groserd, directory)
+    daemon = g.Daemon(args.groserd, directory,
+                      extra=["--frame-read-timeout", str(args.frame_read_timeout),
+                             "--max-unfinished-frame-bytes", str(args.budget)])
     failures: list[str] = []
     try:
         daemon.start()
+        time.sleep(0.5)
         rss_start = daemon.rss_kb()
         with g.Conn(daemon.socket) as c:
             cities = g.expect_ok(c.call(g.req_list_cities()), "ListCities").list_cities.cities
@@ -333,9 +459,39 @@ def main() -> int:
             if time.monotonic() > deadline + 30:
                 failures.append("attackers did not stop within 30 s of the deadline")
                 break
-        stop.set()
         for t in attackers:
             t.join(timeout=10)
+        hwm_mixed = g.read_status_kb(daemon.pid, "VmHWM") if daemon.alive() else None
+
+        # The memory phase: only the attacks the unfinished-frame budget and
+        # the field limit bound, from a fresh peak (VmHWM reset), while the
+        # good client goes on. Other attacks cost memory the budget does not
+        # cover (pipeline-and-vanish: answers and queued cart requests).
+        memory_kinds = [k for k in kinds if k in MEMORY_KINDS]
+        hwm = None
+        if memory_kinds and daemon.alive() and not failures:
+            reset_peak_rss(daemon.pid)
+            phase_deadline = time.monotonic() + memory_seconds
+            phase = [threading.Thread(target=attacker, daemon=True,
+                                      args=(1000 + i, daemon.socket, phase_deadline, args.max_inputs, valid, counters,
+                                            stop, memory_kinds))
+                     for i in range(args.connections)]
+            for t in phase:
+                t.start()
+            while any(t.is_alive() for t in phase):
+                time.sleep(0.5)
+                rss = daemon.rss_kb()
+                if rss is None:
+                    failures.append("groserd died during the memory phase")
+                    break
+                rss_peak = max(rss_peak, rss)
+                if time.monotonic() > phase_deadline + 30:
+                    failures.append("memory-phase attackers did not stop within 30 s of the deadline")
+                    break
+            for t in phase:
+                t.join(timeout=10)
+            hwm = g.read_status_kb(daemon.pid, "VmHWM") if daemon.alive() else None
+        stop.set()
         good.join(timeout=15)
         elapsed = time.monotonic() - started
         time.sleep(1.0)  # let the loops finish closing connections
@@ -369,6 +525,8 @@ def main() -> int:
         print(f"torture: {elapsed:.0f} s, {args.connections} attacking connections")
         print(f"torture: bad inputs sent: {total} ({counters.bytes / 1e6:.1f} MB): "
               + ", ".join(f"{k} {v}" for k, v in sorted(counters.by_kind.items())))
+        for what, n in sorted(counters.outcomes.items()):
+            print(f"torture: {what}: {n}")
         print(f"torture: daemon stayed up: {'yes' if alive else 'NO'}; SIGTERM exit status: {code}")
         print(f"torture: well-behaved client: {good.calls} calls, {len(good.errors)} errors, "
               f"worst latency {good.worst_latency * 1000:.0f} ms")
@@ -387,6 +545,15 @@ def main() -> int:
               f"peak {rss_peak} kB, end {rss_end} kB (limit {limit} kB = warm-up + 50% + 20 MiB)")
         if rss_end is not None and rss_end > limit:
             failures.append(f"VmRSS grew from {rss_warm} kB to {rss_end} kB")
+        hwm_limit = 2 * rss_start + args.budget // 1024
+        print(f"torture: VmHWM (peak resident) of the mixed attack: {hwm_mixed} kB")
+        if memory_kinds:
+            print(f"torture: VmHWM of the {memory_seconds:.0f} s memory phase ({', '.join(memory_kinds)}): {hwm} kB "
+                  f"(limit {hwm_limit} kB = 2 x idle {rss_start} kB + unfinished-frame budget {args.budget // 1024} kB)")
+            if hwm is None:
+                failures.append("no VmHWM figure for the memory phase")
+            elif hwm > hwm_limit:
+                failures.append(f"peak resident memory {hwm} kB is over 2 x idle + budget ({hwm_limit} kB)")
     except KeyboardInterrupt:
         failures.append("interrupted")
     except Exception:  # noqa: BLE001
