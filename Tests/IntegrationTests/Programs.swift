@@ -51,6 +51,12 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
 /// unless the test gives one.
 func minimalEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
     var env = ["PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8"]
+    // Under a sanitizer (tools/test's ASan pass), its options reach the
+    // programs too: without detect_leaks=0 the toolchain's own leaks at exit
+    // would make every groserd exit 1.
+    for name in ["ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS", "GROSER_SANITIZER"] {
+        if let value = ProcessInfo.processInfo.environment[name] { env[name] = value }
+    }
     env.merge(extra) { $1 }
     return env
 }
