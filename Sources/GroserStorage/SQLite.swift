@@ -22,7 +22,10 @@ final class SQLiteConnection {
             handle = nil
             throw StorageError("cannot open the database \(path): \(message)")
         }
-        sqlite3_busy_timeout(handle, 5000)
+        // A catalog import's one transaction holds the write lock for
+        // seconds at a million products (docs/BENCHMARKS.md, bench-scale):
+        // cart commits wait for it rather than fail.
+        sqlite3_busy_timeout(handle, 30_000)
     }
 
     deinit { sqlite3_close_v2(handle) }
