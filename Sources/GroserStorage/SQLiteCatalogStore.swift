@@ -214,15 +214,22 @@ public final class SQLiteCatalogStore: CatalogStore {
             let v = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
             guard try v.step() else { throw StorageError("the database has no catalog version") }
             let now = UInt64(v.int(0))
+            // Two steps, each on its index: as one query with IN (…), SQLite
+            // scanned every product (290 ms a SetProduct at a million).
+            let changed = try db.cached("SELECT DISTINCT shelf_uid FROM products WHERE changed_version > ?")
+                .bind(.integer(Int64(version)))
+            var uids: [String] = []
+            while try changed.step() { uids.append(changed.text(0)) }
             let p = try db.cached("""
                 SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock FROM products
-                WHERE shelf_uid IN (SELECT DISTINCT shelf_uid FROM products WHERE changed_version > ?)
-                """).bind(.integer(Int64(version)))
+                       stock, often_out_of_stock FROM products WHERE shelf_uid = ?
+                """)
             var shelves: [String: [Product]] = [:]
-            while try p.step() {
-                let product = Self.product(p)
-                shelves[product.shelfUID, default: []].append(product)
+            for uid in uids {
+                p.bind(.text(uid))
+                var products: [Product] = []
+                while try p.step() { products.append(Self.product(p)) }
+                shelves[uid] = products
             }
             return (now, shelves)
         }
