@@ -184,7 +184,6 @@ public struct RequestHandler: Sendable {
                  + "(GetStore without include_products gives the rest).", &out)
             return
         }
-        out.reserveCapacity(out.count + frameSize)
         ResponseFrameWriter.appendOKHeader(id: id, field: .getStore, bodyLength: bodyLength, to: &out)
         ProtoWriter.appendLengthDelimitedHeader(1, storeSize, to: &out)
         store.appendStoreMessage(to: &out)
