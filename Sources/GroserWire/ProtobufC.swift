@@ -377,31 +377,9 @@ extension Request {
     /// True when the envelope's method is ImportCatalog (field 24): a look
     /// at the top-level keys only, allocating nothing.
     static func isImport(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < bytes.count && shift < 64 {
-                let b = bytes[offset]
-                offset += 1
-                value |= UInt64(b & 0x7f) << shift
-                if b < 0x80 { return value }
-                shift += 7
-            }
-            return nil
-        }
-        while offset < bytes.count {
-            guard let key = varint() else { return false }
-            switch key & 7 {
-            case 0: guard varint() != nil else { return false }
-            case 1: offset += 8
-            case 5: offset += 4
-            case 2:
-                if key >> 3 == 24 { return true }
-                guard let length = varint(), length <= UInt64(bytes.count - offset) else { return false }
-                offset += Int(length)
-            default: return false
-            }
+        var scan = WireScan(bytes)
+        while let field = scan.next() {
+            if field.number == 24 && field.payload != nil { return true }
         }
         return false
     }
@@ -423,42 +401,17 @@ extension Request {
 
     private static func countFields(_ bytes: UnsafeRawBufferPointer, _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
                                     depth: Int, limit: Int, into count: inout Int) {
-        var offset = 0
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while offset < bytes.count && shift < 64 {
-                let b = bytes[offset]
-                offset += 1
-                value |= UInt64(b & 0x7f) << shift
-                if b < 0x80 { return value }
-                shift += 7
-            }
-            return nil
-        }
-        while offset < bytes.count && count <= limit {
-            guard let key = varint() else { return }
+        var scan = WireScan(bytes)
+        while count <= limit, let field = scan.next() {
             count += 1
-            let number = key >> 3
-            switch key & 7 {
-            case 0: guard varint() != nil else { return }
-            case 1: offset += 8
-            case 5: offset += 4
-            case 2:
-                guard let length = varint(), length <= UInt64(bytes.count - offset) else { return }
-                let start = offset
-                offset += Int(length)
-                // Request messages do not nest themselves; the depth bound
-                // only guards against a schema that one day does.
-                guard depth < 32, number > 0, number <= UInt64(UInt32.max),
-                      let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(number)),
-                      field.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
-                      let nested = field.pointee.descriptor else { continue }
-                countFields(UnsafeRawBufferPointer(rebasing: bytes[start..<offset]),
-                            nested.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
-                            depth: depth + 1, limit: limit, into: &count)
-            default: return
-            }
+            // Request messages do not nest themselves; the depth bound
+            // only guards against a schema that one day does.
+            guard let payload = field.payload, depth < 32, field.number > 0, field.number <= UInt64(UInt32.max),
+                  let declared = protobuf_c_message_descriptor_get_field(descriptor, UInt32(field.number)),
+                  declared.pointee.type == PROTOBUF_C_TYPE_MESSAGE,
+                  let nested = declared.pointee.descriptor else { continue }
+            countFields(payload, nested.assumingMemoryBound(to: ProtobufCMessageDescriptor.self),
+                        depth: depth + 1, limit: limit, into: &count)
         }
     }
 
@@ -591,5 +544,54 @@ extension Response {
         case .setProduct(let v): ResponseFrameWriter.appendOK(id: id, field: .setProduct, body: BodyEncoder.setProduct(v), to: &out)
         }
         return out
+    }
+}
+
+/// The fields of one message's encoding, one at a time, allocating nothing:
+/// the number, the wire type and, for length-delimited fields, the bytes.
+/// Ends (nil) at the end of the bytes and at the first malformed key, varint
+/// or length, where protobuf-c would refuse the frame too.
+struct WireScan {
+    private let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    private mutating func varint() -> UInt64? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < bytes.count && shift < 64 {
+            let b = bytes[offset]
+            offset += 1
+            value |= UInt64(b & 0x7f) << shift
+            if b < 0x80 { return value }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// The next field. A field whose key reads but whose value does not
+    /// (or whose wire type is not one protobuf-c reads) is still returned,
+    /// as protobuf-c scans it before refusing, and is the last.
+    mutating func next() -> (number: UInt64, wireType: UInt64, payload: UnsafeRawBufferPointer?)? {
+        guard offset < bytes.count, let key = varint() else { return nil }
+        let number = key >> 3, wireType = key & 7
+        switch wireType {
+        case 0:
+            if varint() == nil { offset = bytes.count }
+        case 1: offset += 8
+        case 5: offset += 4
+        case 2:
+            guard let length = varint(), length <= UInt64(bytes.count - offset) else {
+                offset = bytes.count
+                return (number, wireType, nil)
+            }
+            let start = offset
+            offset += Int(length)
+            return (number, wireType, UnsafeRawBufferPointer(rebasing: bytes[start..<offset]))
+        default:
+            offset = bytes.count
+        }
+        return (number, wireType, nil)
     }
 }
