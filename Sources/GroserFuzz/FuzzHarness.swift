@@ -14,11 +14,13 @@ import GroserWire
 /// (`Framing.firstFrame` on each chunk, the rest kept in a decoder). Each
 /// frame is read by the allocation-free reader or protobuf-c (which must
 /// agree) and goes through `RequestHandler` over the sample catalog's
-/// `EncodedCatalog`; the commerce requests it defers run through
-/// `CommerceService` against a real SQLite store, each in its own savepoint
-/// of one write transaction as `CommitQueue` runs them. The
-/// transaction is rolled back at the end, so every input starts from the same
-/// database and one input cannot change what the next one finds.
+/// `EncodedCatalog`; the cart requests it defers run through a real
+/// customer shard (`CustomerService.answerNow`, the rules and the batch
+/// path the daemon runs) whose state lives in memory and is rebuilt before
+/// each input, and SetProduct through `CommerceService`; both write to the
+/// real SQLite store through transactions that are rolled back, so every
+/// input starts from the same database and one input cannot change what
+/// the next one finds.
 ///
 /// A crash (a trap, an ASan report) is a finding; so is every broken
 /// invariant `run` returns.
@@ -39,10 +41,9 @@ public final class FuzzHarness {
     private let store: SQLiteCatalogStore
     private let handler: RequestHandler
     private let commerce: CommerceService
+    private let customers: CustomerService
     /// Called with one line per answered frame (request → response), when set.
     public var trace: ((String) -> Void)?
-    /// Thrown at the end of each input's transaction to roll it back.
-    private static let rollback = "groser-fuzz: roll back this input's changes"
 
     /// Creates the store in a fresh temporary directory and loads the sample catalog.
     public init() throws {
@@ -55,12 +56,15 @@ public final class FuzzHarness {
         // A fixed clock keeps card expiry and order times the same on every run.
         // The largest line groserd allows (--max-quantity), so counts and
         // totals can reach their arithmetic limits.
-        commerce = CommerceService(limits: CartLimits(maximumQuantity: Self.maximumQuantity),
-                                   adminUIDs: [Self.adminUID], imageBaseURL: "http://img.test",
-                                   yearMonth: { (2026, 6) }, unixTime: { 1_780_000_000 })
-        try store.write { (tx) throws(StorageError) in
-            try tx.createSession(SessionKey(token: Self.session), createdAtUnix: 1_780_000_000)
-        }
+        commerce = CommerceService(adminUIDs: [Self.adminUID], imageBaseURL: "http://img.test")
+        let catalogService = try CatalogService(store: store, imageBaseURL: "http://img.test")
+        let source = store
+        customers = try CustomerService(
+            stores: [SeededCustomerStore(session: SessionKey(token: Self.session), createdAtUnix: 1_780_000_000)],
+            rules: CartRules(limits: CartLimits(maximumQuantity: Self.maximumQuantity)), lifetimes: CustomerLifetimes(),
+            catalog: catalogService, orders: store.rollingBack,
+            products: { (uid) throws(StorageError) in try source.productFacts(uid) },
+            logger: Logger(level: .error, sink: { _ in }), yearMonth: { (2026, 6) }, unixTime: { 1_780_000_000 })
     }
 
     /// The harness's --max-quantity: groserd's largest.
@@ -84,17 +88,13 @@ public final class FuzzHarness {
         for frame in frames { _ = try? Response.decode(frame) }
 
         do {
-            try store.write { (tx) throws(StorageError) in
-                for (index, frame) in frames.enumerated() {
-                    let out = try answer(frame, tx)
-                    check(response: out, toFrame: frame, index: index, problems: &problems)
-                }
-                throw StorageError(Self.rollback)
+            try customers.reload()
+            for (index, frame) in frames.enumerated() {
+                let out = try answer(frame)
+                check(response: out, toFrame: frame, index: index, problems: &problems)
             }
         } catch {
-            if error.description != Self.rollback {
-                problems.append("the store failed outside any request: \(error)")
-            }
+            problems.append("the store failed outside any request: \(error)")
         }
         return problems
     }
@@ -198,7 +198,7 @@ public final class FuzzHarness {
 
     /// One frame's response frame, as the event loop and commit queue make
     /// it: the allocation-free reader first, protobuf-c when it declines.
-    private func answer(_ frame: [UInt8], _ tx: any CommerceTransaction) throws(StorageError) -> [UInt8] {
+    private func answer(_ frame: [UInt8]) throws(StorageError) -> [UInt8] {
         var out: [UInt8] = []
         let receivedAt = monotonicNanoseconds()
         let handled = frame.withUnsafeBytes { body in
@@ -208,8 +208,15 @@ public final class FuzzHarness {
             return handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
         }
         guard case .deferred(let request) = handled else { return out }
-        // execute runs the request in its own savepoint, as the commit queue does.
-        let (outcome, _) = try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
+        let outcome: CommerceOutcome
+        if CustomerService.handles(request.method) {
+            outcome = customers.answerNow(request, caller: Self.caller(request.id))
+        } else {
+            // execute runs the request in its own savepoint, as the commit queue does.
+            outcome = try store.rollingBack.write { (tx) throws(StorageError) in
+                try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
+            }.outcome
+        }
         switch outcome {
         case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
         case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
@@ -429,4 +436,22 @@ struct SplitMix64 {
         z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
         return z ^ (z >> 31)
     }
+}
+
+/// The fuzz harness's customer store: the one known session at every load,
+/// and appends accepted and forgotten, so each input starts from it.
+final class SeededCustomerStore: CustomerStore {
+    let session: SessionKey
+    let createdAtUnix: Int64
+    init(session: SessionKey, createdAtUnix: Int64) {
+        self.session = session
+        self.createdAtUnix = createdAtUnix
+    }
+    func load(into state: inout CustomerState) throws(StorageError) -> String {
+        state.apply(.session(session, createdAtUnix: createdAtUnix))
+        return "one seeded session"
+    }
+    func append(_ records: [CustomerRecord]) throws(StorageError) {}
+    func checkpointDue() throws(StorageError) -> Bool { false }
+    func checkpoint(expire: (inout CustomerState) -> Void) throws(StorageError) -> Int { 1 }
 }

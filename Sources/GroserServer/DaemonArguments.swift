@@ -34,6 +34,17 @@ public enum DaemonArguments {
       --admin-group GROUP      members may change the catalog (besides groserd's user and root)
       --empty-catalog          a new data directory starts with no catalog (for
                                admin import) instead of the sample catalog
+      --customer-shards N      shards holding sessions and carts, each with its own thread
+                               and log; fixed when the data directory is new (default: 2)
+      --idempotency-lifetime D how long an idempotency key's answer is kept, e.g. 24h,
+                               90m, 7d, 30s (default: 24h)
+      --session-idle-lifetime D
+                               sessions unused this long are removed with their carts
+                               (orders stay) (default: 30d)
+      --log-segment-bytes N    customer log segment size at which a checkpoint folds it
+                               into the snapshot (default: 67108864)
+      --repair                 cut each customer log file at its first damaged record
+                               (what is cut is lost), report, and exit
       --log-level LEVEL        debug, info, warning or error (default: info)
       -h, --help               show this help
     """
@@ -42,11 +53,14 @@ public enum DaemonArguments {
     public enum Parsed: Sendable {
         case run(ServerConfig)
         case help
+        /// `--repair`: the data directory whose customer log to repair.
+        case repair(ServerConfig)
     }
 
     /// Parses `arguments` (without the program name).
     public static func parse(_ arguments: [String]) throws(ServerError) -> Parsed {
         var config = ServerConfig()
+        var repair = false
         var i = 0
         func value(_ name: String) throws(ServerError) -> String {
             i += 1
@@ -75,6 +89,15 @@ public enum DaemonArguments {
             switch name {
             case "-h", "--help": return .help
             case "--empty-catalog": config.seedSampleCatalog = false
+            case "--repair": repair = true
+            case "--customer-shards": config.customerShards = try positive(name, v(), upTo: 64)
+            case "--log-segment-bytes": config.logSegmentBytes = try positive(name, v(), upTo: 1 << 40)
+            case "--idempotency-lifetime", "--session-idle-lifetime":
+                let text = try v()
+                guard let seconds = duration(text) else {
+                    throw ServerError("\(name) must be a duration such as 30s, 90m, 24h or 30d, not \"\(text)\"")
+                }
+                if name == "--idempotency-lifetime" { config.idempotencyLifetimeSeconds = seconds } else { config.sessionIdleLifetimeSeconds = seconds }
             case "--socket", "--data":
                 let path = try v()
                 guard !path.isEmpty else { throw ServerError("\(name) needs a non-empty path") }
@@ -117,6 +140,21 @@ public enum DaemonArguments {
             }
             i += 1
         }
-        return .run(config)
+        return repair ? .repair(config) : .run(config)
+    }
+
+    /// Seconds in "30s", "90m", "24h", "30d" (a bare number is seconds), 1 s to 10 years.
+    static func duration(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        if let last = text.last, let u = units[last] {
+            unit = u
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = Int64(digits), n > 0 else { return nil }
+        let (seconds, overflow) = n.multipliedReportingOverflow(by: unit)
+        guard !overflow, seconds <= 10 * 365 * 86_400 else { return nil }
+        return seconds
     }
 }

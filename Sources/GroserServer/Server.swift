@@ -30,16 +30,17 @@ public final class Server: Sendable {
     ///   - service: the catalog the loops answer from.
     ///   - commerceStore: where carts, sessions and orders are written.
     /// - Parameter catalogStore: the SQLite store, for catalog imports and exports.
+    ///   - customers: sessions, carts and checkout (the customer shards).
     public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore,
-                catalogStore: SQLiteCatalogStore? = nil, logger: Logger) {
+                catalogStore: SQLiteCatalogStore? = nil, customers: CustomerService? = nil, logger: Logger) {
         self.config = config
         self.service = service
         self.logger = logger
-        let rules = CommerceService(
-            limits: CartLimits(maximumQuantity: config.maximumQuantity),
-            adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup, imageBaseURL: config.imageBaseURL)
+        let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
+                                    imageBaseURL: config.imageBaseURL)
         let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
-        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger, imports: imports)
+        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger, imports: imports,
+                              customers: customers)
     }
 
     /// Binds the socket and starts the event loops.

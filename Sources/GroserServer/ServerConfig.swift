@@ -43,6 +43,14 @@ public struct ServerConfig: Sendable {
     /// A new data directory starts with the built-in sample catalog, unless
     /// this is false (an operator who imports a chain's own catalog).
     public var seedSampleCatalog = true
+    /// Shards of customer state (a new data directory only).
+    public var customerShards = 2
+    /// Customer log segment size that triggers a checkpoint.
+    public var logSegmentBytes = 64 << 20
+    public var idempotencyLifetimeSeconds: Int64 = 24 * 3600
+    public var sessionIdleLifetimeSeconds: Int64 = 30 * 86_400
+    /// Where the customer log lives.
+    public var customerDirectory: String { dataDirectory + "/customers" }
 
     /// - Parameter socketPath: nil for `$GROSER_SOCKET` or the per-user default.
     public init(socketPath: String? = nil,

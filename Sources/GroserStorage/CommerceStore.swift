@@ -30,20 +30,6 @@ public struct CartLineRecord: Sendable, Hashable {
     }
 }
 
-/// A stored cart of one (session, store).
-public struct CartRecord: Sendable, Hashable {
-    public var id: Int64
-    public var version: UInt64
-    /// In the order products were first added.
-    public var lines: [CartLineRecord]
-
-    public init(id: Int64, version: UInt64, lines: [CartLineRecord]) {
-        self.id = id
-        self.version = version
-        self.lines = lines
-    }
-}
-
 /// A stored answer to an idempotent request.
 public struct IdempotentAnswer: Sendable, Hashable {
     /// What the first request asked, to tell a retry from a key reused for something else.
@@ -59,20 +45,14 @@ public struct IdempotentAnswer: Sendable, Hashable {
     }
 }
 
-/// The operations of one write transaction. The rules (limits, prices,
-/// idempotency) live in the server and only use these, so another backend
-/// implements storage, not rules.
+/// The operations of one write transaction on the catalog's database:
+/// SetProduct, and checkout's stock and orders. Sessions and carts are in
+/// the customer log (`CustomerStore`).
 public protocol CommerceTransaction {
     /// Isolates one request inside a grouped commit.
     func savepoint() throws(StorageError)
     func rollbackToSavepoint() throws(StorageError)
     func releaseSavepoint() throws(StorageError)
-
-    /// Stores a new session by its key (the token itself is never stored).
-    func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError)
-    /// True when a session with this key exists (looked up by the key,
-    /// compared in constant time).
-    func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool
 
     /// The store's city code, or nil when there is no such store.
     func storeCityCode(_ storeUID: String) throws(StorageError) -> String?
@@ -80,14 +60,8 @@ public protocol CommerceTransaction {
     /// The product as the catalog serves it (image URL still relative), and its stock.
     func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)?
 
-    func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord?
-    func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord
-    /// Inserts or replaces one line (one line per product).
-    func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError)
-    func deleteLine(cartID: Int64, productUID: String) throws(StorageError)
-    func deleteAllLines(cartID: Int64) throws(StorageError)
-    func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError)
-
+    /// Checkout's remembered answers (kept with the orders, so a retry after
+    /// a crash between the order's commit and the customer log's finds it).
     func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer?
     func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError)
 

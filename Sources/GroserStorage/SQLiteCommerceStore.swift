@@ -73,17 +73,6 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     }
     func releaseSavepoint() throws(StorageError) { try db.cached("RELEASE request").run() }
 
-    func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError) {
-        try db.cached("INSERT INTO sessions(token_hash, created_at) VALUES (?, ?)")
-            .bind(.text(key.hex), .integer(createdAtUnix)).run()
-    }
-
-    func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool {
-        let s = try db.cached("SELECT token_hash FROM sessions WHERE token_hash = ?").bind(.text(key.hex))
-        guard try s.step() else { return false }
-        return SessionKey(storedHex: s.text(0)).matches(key)
-    }
-
     func storeCityCode(_ storeUID: String) throws(StorageError) -> String? {
         let s = try db.cached("SELECT cities.code FROM stores JOIN cities ON cities.uid = stores.city_uid WHERE stores.uid = ?")
             .bind(.text(storeUID))
@@ -108,49 +97,6 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
             """).bind(.text(uid))
         guard try p.step() else { return nil }
         return (SQLiteCatalogStore.product(p), UInt32(clamping: p.int(9)))
-    }
-
-    func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord? {
-        let c = try db.cached("SELECT id, version FROM carts WHERE session = ? AND store_uid = ?")
-            .bind(.text(session.hex), .text(storeUID))
-        guard try c.step() else { return nil }
-        let id = c.int(0)
-        let version = UInt64(c.int(1))
-        var lines: [CartLineRecord] = []
-        let l = try db.cached("SELECT product_uid, quantity, seen_price_minor FROM cart_lines WHERE cart_id = ? ORDER BY position")
-            .bind(.integer(id))
-        while try l.step() {
-            lines.append(CartLineRecord(productUID: l.text(0), quantity: UInt32(clamping: l.int(1)), seenPriceMinorUnits: l.int(2)))
-        }
-        return CartRecord(id: id, version: version, lines: lines)
-    }
-
-    func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord {
-        try db.cached("INSERT INTO carts(session, store_uid, version) VALUES (?, ?, 0)").bind(.text(session.hex), .text(storeUID)).run()
-        return CartRecord(id: db.lastInsertRowID, version: 0, lines: [])
-    }
-
-    func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {
-        // An existing line keeps its position; a new one goes last.
-        try db.cached("""
-            INSERT INTO cart_lines(cart_id, product_uid, quantity, seen_price_minor, position)
-            VALUES (?1, ?2, ?3, ?4, (SELECT coalesce(max(position), 0) + 1 FROM cart_lines WHERE cart_id = ?1))
-            ON CONFLICT(cart_id, product_uid) DO UPDATE SET quantity = excluded.quantity,
-                seen_price_minor = excluded.seen_price_minor
-            """).bind(.integer(cartID), .text(line.productUID), .integer(Int64(line.quantity)),
-                      .integer(line.seenPriceMinorUnits)).run()
-    }
-
-    func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {
-        try db.cached("DELETE FROM cart_lines WHERE cart_id = ? AND product_uid = ?").bind(.integer(cartID), .text(productUID)).run()
-    }
-
-    func deleteAllLines(cartID: Int64) throws(StorageError) {
-        try db.cached("DELETE FROM cart_lines WHERE cart_id = ?").bind(.integer(cartID)).run()
-    }
-
-    func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {
-        try db.cached("UPDATE carts SET version = ? WHERE id = ?").bind(.integer(Int64(version)), .integer(cartID)).run()
     }
 
     func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer? {

@@ -20,6 +20,29 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
     /// A key read back from storage.
     init(storedHex: String) { hex = storedHex }
 
+    /// A key from its 32 bytes, as the customer log stores it.
+    init(digest: UnsafeRawBufferPointer) { hex = hexDigits(Array(digest)) }
+
+    /// The key's 32 bytes.
+    var digest: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        var high: UInt8? = nil
+        for c in hex.utf8 {
+            let v: UInt8 = c <= 57 ? c &- 48 : c &- 87
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return out
+    }
+
+    /// Which of `count` shards holds this session: the hash's first byte.
+    public func shard(of count: Int) -> Int {
+        var it = hex.utf8.makeIterator()
+        let a = it.next() ?? 48, b = it.next() ?? 48
+        let hi = Int(a <= 57 ? a - 48 : a - 87), lo = Int(b <= 57 ? b - 48 : b - 87)
+        return (hi << 4 | lo) % max(1, count)
+    }
+
     public var description: String { "session " + hex.prefix(8) + "…" }
 
     private static let digestBytes = 32

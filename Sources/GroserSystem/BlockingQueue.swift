@@ -44,6 +44,34 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while head == items.count && !closed { pthread_cond_wait(condition, mutex) }
+        return takeLocked(limit)
+    }
+
+    /// Like `take(upTo:)`, but waits at most `timeoutNanoseconds`: then an
+    /// empty array also when the queue is open (`isClosed` tells which).
+    public func take(upTo limit: Int, timeoutNanoseconds: UInt64) -> [Element] {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if head == items.count && !closed {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let total = UInt64(now.tv_nsec) + timeoutNanoseconds
+            var until = timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+            while head == items.count && !closed {
+                if pthread_cond_timedwait(condition, mutex, &until) == ETIMEDOUT { break }
+            }
+        }
+        return takeLocked(limit)
+    }
+
+    /// True once `close` was called.
+    public var isClosed: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return closed
+    }
+
+    private func takeLocked(_ limit: Int) -> [Element] {
         let end = min(head + limit, items.count)
         let batch = Array(items[head..<end])
         head = end

@@ -16,6 +16,8 @@ do {
         exit(0)
     case .run(let parsed):
         config = parsed
+    case .repair(let parsed):
+        exit(repairCustomerLog(parsed))
     }
 } catch {
     StandardStreams.err("groserd: \(error)\n")
@@ -50,7 +52,12 @@ do {
     let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
     logger.info("data in \(store.path)")
     let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-    let created = Server(config: config, service: service, commerceStore: store, catalogStore: store, logger: logger)
+    let customers = try CustomerService(CustomerService.Options(
+        directory: config.customerDirectory, shards: config.customerShards, segmentBytes: config.logSegmentBytes,
+        lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
+        limits: CartLimits(maximumQuantity: config.maximumQuantity)), catalog: service, orders: store, logger: logger)
+    let created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
+                         logger: logger)
     signals = TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
         created.shutdown()
@@ -66,3 +73,26 @@ do {
 
 server.waitUntilStopped()
 exit(0)
+
+/// `groserd --repair`: cuts each shard's log at its first damaged record.
+func repairCustomerLog(_ config: ServerConfig) -> Int32 {
+    let root = config.customerDirectory
+    guard let names = try? LogFile.names(in: root) else {
+        StandardStreams.err("groserd: there is no customer log in \(root)\n")
+        return 1
+    }
+    var cut = 0
+    for name in names.sorted() where name.hasPrefix("shard-") {
+        do {
+            let lines = try CustomerLog.repair(directory: root + "/" + name)
+            for line in lines { StandardStreams.out(line + "\n") }
+            cut += lines.count
+        } catch {
+            StandardStreams.err("groserd: \(error)\n")
+            return 1
+        }
+    }
+    StandardStreams.out(cut == 0 ? "the customer log in \(root) has no damaged record\n"
+                                 : "cut \(cut) file(s); groserd will start from what was kept\n")
+    return 0
+}

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import GroserServer
 import GroserStorage
+import GroserSystem
 import GroserWire
 import Testing
 
@@ -68,13 +69,17 @@ private func sqlite3Shell(_ path: String, _ sql: String) throws -> [String] {
     return lines
 }
 
-/// A real SQLite store with the sample catalog in a temporary directory,
-/// and the service under test, run as the commit queue runs it: each
-/// request in a savepoint that a refusal rolls back.
+/// A real SQLite store with the sample catalog and a real customer log in a
+/// temporary directory: cart requests go through a customer shard (its
+/// rules and batch path, each request a batch of one, durable before it
+/// answers), SetProduct through the commerce service as the commit queue
+/// runs it.
 private final class Shop {
     let directory: ScratchDirectory
     let store: SQLiteCatalogStore
     let service: CommerceService
+    let customers: CustomerService
+    let catalog: CatalogService
     /// The SPB default store.
     let storeUID: String
     /// Its in-stock products, in catalog order.
@@ -85,10 +90,17 @@ private final class Shop {
     static let root = Caller(uid: 0, gid: 0)
     static let customer = Caller(uid: 1000, gid: 1000)
 
-    init(_ service: CommerceService = CommerceService(adminUIDs: [], imageBaseURL: imageBase)) throws {
+    init(_ service: CommerceService = CommerceService(adminUIDs: [], imageBaseURL: imageBase), limits: CartLimits = CartLimits(),
+         yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
+         unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws {
         directory = try ScratchDirectory()
         store = try SQLiteCatalogStore(directory: directory.path)
         self.service = service
+        let catalog = try CatalogService(store: store, imageBaseURL: imageBase)
+        self.catalog = catalog
+        customers = try CustomerService(
+            CustomerService.Options(directory: directory.path + "/customers", limits: limits), catalog: catalog,
+            orders: store, logger: Logger(level: .error, sink: { _ in }), yearMonth: yearMonth, unixTime: unixTime)
         let spb = try #require(sample.cities.first { $0.code == "SPB" })
         storeUID = spb.defaultStoreUID
         let store = try #require(sample.stores.first { $0.uid == spb.defaultStoreUID })
@@ -101,14 +113,31 @@ private final class Shop {
 
     var databasePath: String { store.path }
 
+    /// What the customer log on disk holds, read as a restart would.
+    func loggedState() throws -> CustomerState {
+        var state = CustomerState()
+        for name in try LogFile.names(in: directory.path + "/customers") where name.hasPrefix("shard-") {
+            try CustomerLog.read(directory: directory.path + "/customers/" + name, into: &state)
+        }
+        return state
+    }
+
     /// One request in its own write transaction (execute makes its own savepoint).
     @discardableResult
     func run(_ method: RequestMethod, as caller: Caller = Shop.customer,
              with service: CommerceService? = nil) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
         let service = service ?? self.service
-        return try store.write { (tx) throws(StorageError) -> (outcome: CommerceOutcome, catalogChanged: Bool) in
+        if CustomerService.handles(method) {
+            let before = try store.catalogVersion()
+            let outcome = customers.answerNow(Request(id: 1, method: method), caller: caller)
+            return (outcome, try store.catalogVersion() != before)
+        }
+        let result = try store.write { (tx) throws(StorageError) -> (outcome: CommerceOutcome, catalogChanged: Bool) in
             try service.execute(method, caller: caller, in: tx)
         }
+        // As the commit queue does: the change path, which carts follow.
+        if result.catalogChanged { try catalog.refresh() }
+        return result
     }
 
     /// Reads the store through the same transaction interface.
@@ -388,7 +417,7 @@ struct CommerceServiceTests {
         let c = try shop.getCart(s)
         #expect(c.lines.isEmpty && c.version == 0 && c.itemCount == 0 && c.subtotal.minorUnits == 0)
         #expect(c.currency == "RUB" && c.storeUID == shop.storeUID)
-        #expect(try shop.look { (tx) throws(StorageError) -> CartRecord? in try tx.cart(session: SessionKey(token: s), storeUID: shop.storeUID) } == nil)
+        #expect(try shop.loggedState().sessions[SessionKey(token: s)]?.carts.isEmpty == true, "no cart was stored")
         expectRefused(try shop.run(.getCart(session: s, storeUID: "store-nope")), .notFound)
         expectRefused(try shop.run(.getCart(session: "", storeUID: shop.storeUID)), .unauthenticated)
         expectRefused(try shop.run(.getCart(session: String(repeating: "f", count: 32), storeUID: shop.storeUID)), .unauthenticated)
@@ -431,7 +460,7 @@ struct CommerceServiceTests {
 
     @Test("SetQuantity refuses what AddItem refuses")
     func setQuantityRefusals() throws {
-        let shop = try Shop(CommerceService(limits: CartLimits(maximumQuantity: 10), adminUIDs: [], imageBaseURL: imageBase))
+        let shop = try Shop(limits: CartLimits(maximumQuantity: 10))
         let s = try shop.openSession()
         let p = shop.products[10]
         expectRefused(try shop.run(.setQuantity(shop.mutation(s), productUID: p.uid, quantity: 11)), .invalidArgument)
@@ -458,7 +487,7 @@ struct CommerceServiceTests {
 
     @Test("a cart holds at most the configured number of lines")
     func lineLimit() throws {
-        let shop = try Shop(CommerceService(limits: CartLimits(maximumLines: 3), adminUIDs: [], imageBaseURL: imageBase))
+        let shop = try Shop(limits: CartLimits(maximumLines: 3))
         let s = try shop.openSession()
         for p in shop.products.prefix(3) { _ = try shop.cart(.setQuantity(shop.mutation(s), productUID: p.uid, quantity: 1)) }
         expectRefused(try shop.run(.setQuantity(shop.mutation(s), productUID: shop.products[3].uid, quantity: 1)), .failedPrecondition)
@@ -471,7 +500,7 @@ struct CommerceServiceTests {
 
     @Test("a checkout retried with its idempotency key answers the same bytes and charges once")
     func checkoutReplay() throws {
-        let shop = try Shop(CommerceService(adminUIDs: [], imageBaseURL: imageBase, unixTime: { 1_800_000_000 }))
+        let shop = try Shop(unixTime: { 1_800_000_000 })
         let s = try shop.openSession()
         let p = shop.products[11]
         let c = try shop.cart(.addItem(shop.mutation(s), productUID: p.uid, quantity: 3))
@@ -542,7 +571,7 @@ struct CommerceServiceTests {
 
     @Test("an expired card is refused by the service's clock, and nothing is bought")
     func expiredCardByTheInjectedClock() throws {
-        let shop = try Shop(CommerceService(adminUIDs: [], imageBaseURL: imageBase, yearMonth: { (2031, 1) }))
+        let shop = try Shop(yearMonth: { (2031, 1) })
         let s = try shop.openSession()
         let p = shop.products[14]
         let c = try shop.cart(.addItem(shop.mutation(s), productUID: p.uid, quantity: 1))
@@ -610,7 +639,7 @@ struct CommerceServiceTests {
             #expect(token.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) },
                     "\(token) is lower-case hex")
             #expect(seen.insert(token).inserted, "tokens differ")
-            #expect(try shop.look { (tx) throws(StorageError) -> Bool in try tx.sessionExists(SessionKey(token: token)) })
+            #expect(try shop.loggedState().sessions[SessionKey(token: token)] != nil, "the session is in the customer log")
             #expect(try shop.getCart(token).lines.isEmpty)
         }
     }

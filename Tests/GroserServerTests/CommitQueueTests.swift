@@ -18,7 +18,7 @@ struct CommitQueueTests {
     /// A store whose transactions count what they run and can fail the Nth savepoint.
     final class FakeStore: CommerceStore, CatalogStore, @unchecked Sendable {
         // @unchecked: counters behind a Mutex.
-        let counts = Mutex((savepoints: 0, sessions: 0, writes: 0))
+        let counts = Mutex((savepoints: 0, updates: 0, writes: 0))
         let failSavepoint: Int?
 
         init(failSavepoint: Int? = nil) { self.failSavepoint = failSavepoint }
@@ -47,25 +47,20 @@ struct CommitQueueTests {
         }
         func rollbackToSavepoint() throws(StorageError) {}
         func releaseSavepoint() throws(StorageError) {}
-        func createSession(_ key: SessionKey, createdAtUnix: Int64) throws(StorageError) {
-            store.counts.withLock { $0.sessions += 1 }
-        }
-        func sessionExists(_ key: SessionKey) throws(StorageError) -> Bool { false }
         func storeCityCode(_ storeUID: String) throws(StorageError) -> String? { nil }
-        func product(_ uid: String) throws(StorageError) -> ProductRecord? { nil }
-        func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? { nil }
-        func cart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord? { nil }
-        func createCart(session: SessionKey, storeUID: String) throws(StorageError) -> CartRecord {
-            CartRecord(id: 1, version: 0, lines: [])
+        func product(_ uid: String) throws(StorageError) -> ProductRecord? {
+            ProductRecord(uid: uid, storeUID: "s", name: "n", price: Money(minorUnits: 1, currency: "RUB"), stock: 1)
         }
-        func setLine(cartID: Int64, _ line: CartLineRecord) throws(StorageError) {}
-        func deleteLine(cartID: Int64, productUID: String) throws(StorageError) {}
-        func deleteAllLines(cartID: Int64) throws(StorageError) {}
-        func setCartVersion(cartID: Int64, _ version: UInt64) throws(StorageError) {}
+        func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? {
+            (Product(uid: uid, name: "n", brand: "", unit: "", unitSize: 1,
+                     price: Money(minorUnits: 1, currency: "RUB"), imageURL: "", outOfStock: false, oftenOutOfStock: false, shelfUID: "h"), 1)
+        }
         func idempotentAnswer(session: SessionKey, key: String) throws(StorageError) -> IdempotentAnswer? { nil }
         func saveIdempotentAnswer(session: SessionKey, key: String, _ answer: IdempotentAnswer) throws(StorageError) {}
         func decrementStock(productUID: String, by quantity: UInt32) throws(StorageError) {}
-        func updateProduct(_ update: ProductUpdate) throws(StorageError) {}
+        func updateProduct(_ update: ProductUpdate) throws(StorageError) {
+            store.counts.withLock { $0.updates += 1 }
+        }
         func bumpCatalogVersion(touching products: [String]) throws(StorageError) -> UInt64 { 2 }
         func insertOrder(_ order: Order, session: SessionKey) throws(StorageError) -> Order {
             throw StorageError("not in this fake")
@@ -77,7 +72,8 @@ struct CommitQueueTests {
     final class Replies: Sendable {
         let frames = Mutex<[UInt64: [UInt8]]>([:])
         func job(_ id: UInt64, connection: ConnectionToken? = nil) -> CommerceJob {
-            var job = CommerceJob(request: Request(id: id, method: .openSession), caller: Caller(uid: 1000),
+            var job = CommerceJob(request: Request(id: id, method: .setProduct(ProductUpdate(productUID: "p", stock: 5))),
+                                  caller: Caller(uid: 0),
                                   receivedAt: monotonicNanoseconds()) { [self] frame in
                 frames.withLock { $0[id] = frame }
             }
@@ -133,7 +129,7 @@ struct CommitQueueTests {
         queue.stop()
         #expect(answers.keys.sorted() == [2])
         #expect(Self.status(answers[2]) == .ok)
-        #expect(store.counts.withLock { $0.sessions } == 1)
+        #expect(store.counts.withLock { $0.updates } == 1)
     }
 
     @Test func stopDropsQueuedRequestsUnrun() throws {

@@ -5,9 +5,9 @@ import Testing
 private func config(_ arguments: [String]) throws -> ServerConfig {
     switch try DaemonArguments.parse(arguments) {
     case .run(let config): return config
-    case .help:
-        Issue.record("\(arguments) asked for help")
-        throw ServerError("help")
+    case .help, .repair:
+        Issue.record("\(arguments) asked for help or a repair")
+        throw ServerError("not a run")
     }
 }
 

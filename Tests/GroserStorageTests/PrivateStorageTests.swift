@@ -22,7 +22,8 @@ struct PrivateStorageTests {
         defer { umask(old) }
         let store = try SQLiteCatalogStore(directory: dir.path)
         try store.write { (tx) throws(StorageError) in
-            try tx.createSession(SessionKey(token: "0123456789abcdef0123456789abcdef"), createdAtUnix: 1)
+            try tx.saveIdempotentAnswer(session: SessionKey(token: "0123456789abcdef0123456789abcdef"), key: "k",
+                                        IdempotentAnswer(fingerprint: "f", field: 1, body: [0]))
         }
         for file in SQLiteCatalogStore.files(of: store.path) where fileExists(file) {
             #expect(permissions(file) == 0o600, "\(file) has mode \(String(permissions(file) ?? 0, radix: 8))")
@@ -73,13 +74,12 @@ struct PrivateStorageTests {
             """)
         let store = try SQLiteCatalogStore(directory: dir.path)
         let key = SessionKey(token: token)
-        let (exists, cart, answer) = try store.write { (tx) throws(StorageError) in
-            (try tx.sessionExists(key), try tx.cart(session: key, storeUID: "store-spb-1"),
-             try tx.idempotentAnswer(session: key, key: "k"))
-        }
-        #expect(exists, "a session opened before the upgrade still works")
-        #expect(cart?.version == 3, "and keeps its cart")
-        #expect(answer != nil, "and its idempotency records")
+        // What groserd then moves into the customer log.
+        let records = try store.legacyCustomerRecords(nowUnix: 100)
+        #expect(records.contains(.session(key, createdAtUnix: 7)), "a session opened before the upgrade still works")
+        #expect(records.contains(.cart(key, storeUID: "store-spb-1", StoredCart(version: 3, lines: []), atUnix: 100)),
+                "and keeps its cart")
+        #expect(records.contains { if case .answer(key, "k", _) = $0 { true } else { false } }, "and its idempotency records")
         let dump = try sqlite3(path, ".dump").joined(separator: "\n")
         #expect(!dump.contains(token), "the raw token is gone from the database")
         #expect(dump.contains(key.hex))
@@ -90,11 +90,12 @@ struct PrivateStorageTests {
         let dir = try TemporaryDirectory()
         let store = try SQLiteCatalogStore(directory: dir.path)
         let key = SessionKey(token: "0123456789abcdef0123456789abcdef")
-        try store.write { (tx) throws(StorageError) in try tx.createSession(key, createdAtUnix: 1) }
+        let answer = IdempotentAnswer(fingerprint: "f", field: 1, body: [0])
+        try store.write { (tx) throws(StorageError) in try tx.saveIdempotentAnswer(session: key, key: "a", answer) }
         for file in SQLiteCatalogStore.files(of: store.path) { unlink(file) }
         let error = #expect(throws: StorageError.self) {
             try store.write { (tx) throws(StorageError) in
-                try tx.createSession(SessionKey(token: "another"), createdAtUnix: 2)
+                try tx.saveIdempotentAnswer(session: key, key: "b", answer)
             }
         }
         #expect(error?.description.contains("deleted or replaced") == true, "\(String(describing: error))")
@@ -102,7 +103,7 @@ struct PrivateStorageTests {
         // still go to the deleted one.
         _ = try SQLiteCatalogStore(directory: dir.path)
         #expect(throws: StorageError.self) {
-            try store.write { (tx) throws(StorageError) in _ = try tx.sessionExists(key) }
+            try store.write { (tx) throws(StorageError) in _ = try tx.idempotentAnswer(session: key, key: "a") }
         }
     }
 }

@@ -243,9 +243,7 @@ struct CartTests {
         #expect(daemon.terminate() == 0)
         let digits = number.replacingOccurrences(of: " ", with: "")
         var files = [daemon.stderrPath]
-        for name in (try FileManager.default.contentsOfDirectory(atPath: daemon.dataDirectory)) {
-            files.append(daemon.dataDirectory + "/" + name)
-        }
+        files += filesUnder(daemon.dataDirectory)
         #expect(files.contains { $0.hasSuffix("groser.sqlite3") })
         for file in files {
             let data = try Data(contentsOf: URL(fileURLWithPath: file))

@@ -84,9 +84,14 @@ struct LocalAttackerTests {
         #expect(modeOf(daemon.dataDirectory) == 0o700, "data directory mode \(String(modeOf(daemon.dataDirectory), radix: 8))")
         let names = try FileManager.default.contentsOfDirectory(atPath: daemon.dataDirectory)
         #expect(names.contains("groser.sqlite3") && names.contains("groser.sqlite3-wal"), "\(names)")
-        for name in names {
-            let mode = modeOf(daemon.dataDirectory + "/" + name)
-            #expect(mode == 0o600, "\(name) has mode \(String(mode, radix: 8))")
+        let files = filesUnder(daemon.dataDirectory)
+        #expect(files.contains { $0.contains("/customers/shard-0/log-") }, "the customer log is checked too: \(files)")
+        for file in files {
+            let mode = modeOf(file)
+            #expect(mode == 0o600, "\(file) has mode \(String(mode, radix: 8))")
+        }
+        for dir in directoriesUnder(daemon.dataDirectory) {
+            #expect(modeOf(dir) == 0o700, "\(dir) has mode \(String(modeOf(dir), radix: 8))")
         }
     }
 
@@ -120,9 +125,9 @@ struct LocalAttackerTests {
         // The token still works, and its bytes are in no file of the data directory.
         #expect(try client.cart(session: token, storeUID: store).lines.count == 1)
         #expect(try client.orders(session: token).count == 1)
-        for name in try FileManager.default.contentsOfDirectory(atPath: daemon.dataDirectory) {
-            let data = try Data(contentsOf: URL(fileURLWithPath: daemon.dataDirectory + "/" + name))
-            #expect(data.range(of: Data(token.utf8)) == nil, "the token is in \(name)")
+        for file in filesUnder(daemon.dataDirectory) {
+            let data = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(data.range(of: Data(token.utf8)) == nil, "the token is in \(file)")
         }
     }
 
@@ -233,10 +238,15 @@ struct LocalAttackerTests {
         let (store, products) = try inStock(client)
         let s = try client.openSession()
         let cart = CartMutation(session: s, storeUID: store)
-        _ = try client.addItem(cart, productUID: products[0].uid)
+        let c = try client.addItem(cart, productUID: products[0].uid)
         for suffix in ["", "-wal", "-shm"] { unlink(daemon.dataDirectory + "/groser.sqlite3" + suffix) }
-        expectStatus(.unavailable, containing: "deleted") { _ = try client.addItem(cart, productUID: products[1].uid) }
-        expectStatus(.unavailable, containing: "deleted") { _ = try client.openSession() }
+        // Orders and stock are in the database: checkout and SetProduct stop.
+        expectStatus(.unavailable, containing: "deleted") {
+            _ = try client.checkout(checkoutDetails(s, store: store, version: c.version, key: "pay"))
+        }
+        expectStatus(.unavailable, containing: "deleted") {
+            _ = try client.setProduct(ProductUpdate(productUID: products[1].uid, stock: 3))
+        }
         #expect(try client.store(.cityCode("SPB")).store.uid == store, "catalog reads go on")
         #expect(daemon.log.contains("deleted or replaced"), "\(daemon.log)")
         #expect(daemon.process.isRunning)

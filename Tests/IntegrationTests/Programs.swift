@@ -170,3 +170,20 @@ func fileStatus(_ path: String) -> stat? {
     var st = stat()
     return lstat(path, &st) == 0 ? st : nil
 }
+
+/// Every regular file under `directory`, its subdirectories included
+/// (groserd keeps its customer log in `customers/shard-N/`), as full paths.
+func filesUnder(_ directory: String) -> [String] {
+    (FileManager.default.subpaths(atPath: directory) ?? []).map { directory + "/" + $0 }.filter { path in
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
+    }
+}
+
+/// Every directory under `directory` (not itself), as full paths.
+func directoriesUnder(_ directory: String) -> [String] {
+    (FileManager.default.subpaths(atPath: directory) ?? []).map { directory + "/" + $0 }.filter { path in
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}

@@ -27,7 +27,7 @@ final class ConnectionToken: Sendable {
     var isClosed: Bool { closed.load(ordering: .acquiring) }
 }
 
-/// One thread that runs commerce requests against the store with group
+/// One thread that runs catalog changes (SetProduct) against the store with group
 /// commit: every request waiting when a transaction starts joins it, each
 /// in its own savepoint, and no answer leaves before the commit returns.
 final class CommitQueue: Sendable {
@@ -39,13 +39,16 @@ final class CommitQueue: Sendable {
     private let thread = ThreadBox()
     /// Where catalog imports and exports go instead (their own thread).
     private let imports: ImportService?
+    /// Where sessions, carts, checkout and orders go (the customer shards).
+    private let customers: CustomerService?
 
     /// The most requests one transaction takes.
     static let batchLimit = 512
 
     init(store: any CommerceStore, service: CommerceService, catalog: CatalogService, logger: Logger,
-         imports: ImportService? = nil) {
+         imports: ImportService? = nil, customers: CustomerService? = nil) {
         self.imports = imports
+        self.customers = customers
         self.store = store
         self.service = service
         self.catalog = catalog
@@ -55,11 +58,21 @@ final class CommitQueue: Sendable {
     func start() throws(Errno) {
         thread.set(try OSThread(name: "groserd-commit") { [self] in run() })
         try imports?.start()
+        try customers?.start()
     }
 
     /// Queues a job; false when the queue is stopping. Imports and exports
     /// go to the import thread.
     func submit(_ job: CommerceJob) -> Bool {
+        if CustomerService.handles(job.request.method) {
+            guard let customers else {
+                var frame: [UInt8] = []
+                ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, "This groserd keeps no carts."), to: &frame)
+                job.reply(frame)
+                return true
+            }
+            return customers.submit(job)
+        }
         guard ImportService.handles(job.request.method) else { return queue.put(job) }
         guard let imports else {
             var frame: [UInt8] = []
@@ -78,6 +91,7 @@ final class CommitQueue: Sendable {
         queue.close()
         thread.join()
         imports?.stop()
+        customers?.stop()
     }
 
     private let dropping = Atomic<Bool>(false)

@@ -1,0 +1,245 @@
+import GroserStorage
+import GroserWire
+
+/// The rules of carts and checkout, as pure functions over values: a cart,
+/// a request's fields, what the catalog says of a product, and the clock
+/// in; a new cart (or order plan) or a refusal out. No storage call is
+/// made here; the shard that owns the cart stores what a rule returns.
+public struct CartRules: Sendable {
+    public var limits: CartLimits
+    /// The currency of an empty cart.
+    public var defaultCurrency: String
+
+    public init(limits: CartLimits = CartLimits(), defaultCurrency: String = "RUB") {
+        self.limits = limits
+        self.defaultCurrency = defaultCurrency
+    }
+
+    /// What a rule may ask of the catalog: the product, when it exists.
+    public typealias Lookup = (String) -> ProductRecord?
+
+    // MARK: Cart changes (the version is bumped by the caller)
+
+    public func add(_ cart: StoredCart, product uid: String, quantity: UInt32, storeUID: String,
+                    _ lookup: Lookup) throws(Refusal) -> StoredCart {
+        guard (1...limits.maximumQuantity).contains(quantity) else {
+            throw Refusal(.invalidArgument, "The quantity must be 1 to \(limits.maximumQuantity), not \(quantity).")
+        }
+        let p = try orderable(uid, storeUID: storeUID, lookup)
+        var next = cart
+        if let i = cart.lines.firstIndex(where: { $0.productUID == uid }) {
+            let line = cart.lines[i]
+            let (total, overflow) = line.quantity.addingReportingOverflow(quantity)
+            guard !overflow, total <= limits.maximumQuantity else {
+                throw Refusal(.failedPrecondition, "That would make \(UInt64(line.quantity) + UInt64(quantity)) of \(p.name); a line holds at most \(limits.maximumQuantity).")
+            }
+            next.lines[i].quantity = total
+        } else {
+            try appendLine(p, quantity: quantity, to: &next)
+        }
+        return next
+    }
+
+    public func setQuantity(_ cart: StoredCart, product uid: String, quantity: UInt32, storeUID: String,
+                            _ lookup: Lookup) throws(Refusal) -> StoredCart {
+        try requireProductUID(uid)
+        guard quantity <= limits.maximumQuantity else {
+            throw Refusal(.invalidArgument, "The quantity must be 0 to \(limits.maximumQuantity), not \(quantity).")
+        }
+        var next = cart
+        let index = cart.lines.firstIndex(where: { $0.productUID == uid })
+        if quantity == 0 {
+            if let index { next.lines.remove(at: index) }
+            return next
+        }
+        if let index {
+            // Lowering is always allowed; raising needs the product in stock.
+            if quantity > cart.lines[index].quantity { _ = try orderable(uid, storeUID: storeUID, lookup) }
+            next.lines[index].quantity = quantity
+        } else {
+            try appendLine(try orderable(uid, storeUID: storeUID, lookup), quantity: quantity, to: &next)
+        }
+        return next
+    }
+
+    public func remove(_ cart: StoredCart, product uid: String) throws(Refusal) -> StoredCart {
+        try requireProductUID(uid)
+        guard let index = cart.lines.firstIndex(where: { $0.productUID == uid }) else {
+            throw Refusal(.notFound, "The product \"\(clip(uid))\" is not in the cart.")
+        }
+        var next = cart
+        next.lines.remove(at: index)
+        return next
+    }
+
+    public func clear(_ cart: StoredCart) -> StoredCart {
+        StoredCart(version: cart.version, lines: [])
+    }
+
+    /// A mutation names the version it was made against (0: any).
+    public func checkVersion(_ cart: StoredCart, expected: UInt64) throws(Refusal) {
+        if expected != 0 && expected != cart.version {
+            throw Refusal(.aborted, "The cart is at version \(cart.version), not \(expected); fetch it and try again.")
+        }
+    }
+
+    private func appendLine(_ p: ProductRecord, quantity: UInt32, to cart: inout StoredCart) throws(Refusal) {
+        guard cart.lines.count < limits.maximumLines else {
+            throw Refusal(.failedPrecondition, "The cart already has \(cart.lines.count) lines, the most it may hold.")
+        }
+        cart.lines.append(CartLineRecord(productUID: p.uid, quantity: quantity, seenPriceMinorUnits: p.price.minorUnits))
+    }
+
+    /// Every cart method refuses an empty product uid alike, also where the
+    /// product need not exist (SetQuantity 0, RemoveItem).
+    private func requireProductUID(_ uid: String) throws(Refusal) {
+        guard !uid.isEmpty else { throw Refusal(.invalidArgument, "The product uid is empty.") }
+    }
+
+    /// The product, when it exists in this store and is in stock.
+    private func orderable(_ uid: String, storeUID: String, _ lookup: Lookup) throws(Refusal) -> ProductRecord {
+        try requireProductUID(uid)
+        guard let p = lookup(uid) else { throw Refusal(.invalidArgument, "No product has the uid \"\(clip(uid))\".") }
+        guard p.storeUID == storeUID else {
+            throw Refusal(.invalidArgument, "\(p.name) (\(uid)) is sold by store \(p.storeUID), not by this cart's store \(storeUID).")
+        }
+        guard p.stock > 0 else { throw Refusal(.failedPrecondition, "\(p.name) is out of stock.") }
+        return p
+    }
+
+    // MARK: What the customer sees
+
+    public func emptyCart(_ storeUID: String) -> Cart {
+        Cart(storeUID: storeUID, lines: [], subtotal: Money(minorUnits: 0, currency: defaultCurrency),
+             itemCount: 0, currency: defaultCurrency, version: 0)
+    }
+
+    /// The cart as the customer sees it: current prices, changed lines
+    /// marked, totals in checked arithmetic. Products no longer sold are left out.
+    public func view(_ cart: StoredCart, storeUID: String, _ lookup: Lookup) throws(Refusal) -> Cart {
+        var lines: [CartLine] = []
+        lines.reserveCapacity(cart.lines.count)
+        var subtotal: Int64 = 0
+        var items: UInt32 = 0
+        var currency: String?
+        for r in cart.lines {
+            guard let p = lookup(r.productUID) else { continue }
+            if currency == nil { currency = p.price.currency }
+            guard currency == p.price.currency else {
+                throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(p.price.currency)).")
+            }
+            let (total, overflow) = p.price.minorUnits.multipliedReportingOverflow(by: Int64(r.quantity))
+            let (sum, overflow2) = subtotal.addingReportingOverflow(total)
+            guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
+            subtotal = sum
+            let (count, overflow3) = items.addingReportingOverflow(r.quantity)
+            guard !overflow3 else {
+                throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
+            }
+            items = count
+            let changed = r.seenPriceMinorUnits != p.price.minorUnits
+            lines.append(CartLine(
+                productUID: p.uid, name: p.name, unitPrice: p.price, quantity: r.quantity,
+                lineTotal: Money(minorUnits: total, currency: p.price.currency), priceChanged: changed,
+                previousPrice: changed ? Money(minorUnits: r.seenPriceMinorUnits, currency: p.price.currency) : nil,
+                outOfStock: p.stock == 0))
+        }
+        let c = currency ?? defaultCurrency
+        return Cart(storeUID: storeUID, lines: lines, subtotal: Money(minorUnits: subtotal, currency: c),
+                    itemCount: items, currency: c, version: cart.version)
+    }
+
+    /// Showing a cart shows its new prices: from then on they are the ones
+    /// the customer saw, and checkout may charge them. The cart with those
+    /// prices as seen (version bumped), or nil when no price changed.
+    public func acknowledgingPrices(_ cart: StoredCart, shown: Cart) -> StoredCart? {
+        guard shown.lines.contains(where: \.priceChanged) else { return nil }
+        var next = cart
+        for line in shown.lines where line.priceChanged {
+            if let i = next.lines.firstIndex(where: { $0.productUID == line.productUID }) {
+                next.lines[i].seenPriceMinorUnits = line.unitPrice.minorUnits
+            }
+        }
+        next.version += 1
+        return next
+    }
+
+    // MARK: Checkout
+
+    /// What a checkout that passed every rule takes and records.
+    public struct CheckoutPlan: Sendable, Hashable {
+        public var order: Order
+        /// (product, units) to take off stock.
+        public var take: [(String, UInt32)] { order.lines.map { ($0.productUID, $0.quantity) } }
+        /// Products whose last units this order takes.
+        public var soldOut: [String]
+        public static func == (a: Self, b: Self) -> Bool { a.order == b.order && a.soldOut == b.soldOut }
+        public func hash(into h: inout Hasher) { h.combine(order) }
+    }
+
+    /// The fingerprint an idempotency key is bound to. It is stored, so it
+    /// keeps the card's last four digits only.
+    public static func checkoutFingerprint(_ d: CheckoutDetails) -> String {
+        let last4 = String(d.card.number.filter(\.isNumber).suffix(4))
+        return "Checkout|\(d.storeUID)|\(d.expectedVersion)|\(d.deliveryAddress.trimmingCharacters)|\(last4)|\(d.card.expiryMonth)/\(d.card.expiryYear)|\(d.card.holderName.trimmingCharacters)"
+    }
+
+    /// Checks a checkout against the cart the customer confirmed and the
+    /// catalog as it is now (`lookup` must read stock inside the transaction
+    /// that takes it), and plans the order.
+    public func planCheckout(_ d: CheckoutDetails, cart: StoredCart?, cityCode: String, lookup: Lookup,
+                             now: (year: Int, month: Int), unixTime: Int64) throws(Refusal) -> CheckoutPlan {
+        let address = d.deliveryAddress.trimmingCharacters
+        let holder = d.card.holderName.trimmingCharacters
+        let card: CardSummary
+        switch CardCheck.validate(d.card, now: now) {
+        case .success(let c): card = c
+        case .failure(let refusal): throw refusal
+        }
+        guard !holder.isEmpty else { throw Refusal(.invalidArgument, "The card holder's name is empty.") }
+        guard !address.isEmpty else { throw Refusal(.invalidArgument, "The delivery address is empty.") }
+        guard d.expectedVersion != 0 else {
+            throw Refusal(.invalidArgument, "Checkout needs the version of the cart the customer confirmed.")
+        }
+        guard let cart, !cart.lines.isEmpty else {
+            throw Refusal(.failedPrecondition, "The cart is empty; there is nothing to check out.")
+        }
+        guard cart.version == d.expectedVersion else {
+            throw Refusal(.aborted, "The cart is at version \(cart.version), not \(d.expectedVersion); fetch it, confirm it, and check out again.")
+        }
+        let shown = try view(cart, storeUID: d.storeUID, lookup)
+        let changed = shown.lines.filter(\.priceChanged)
+        if !changed.isEmpty {
+            let names = changed.map { "\($0.name) (\(Self.format($0.previousPrice)) → \(Self.format($0.unitPrice)))" }
+                .joined(separator: ", ")
+            throw Refusal(.failedPrecondition, "Prices changed since the cart was last shown: \(names); fetch the cart, then check out again.")
+        }
+        var soldOut: [String] = []
+        for line in shown.lines {
+            guard let p = lookup(line.productUID) else { throw Refusal(.failedPrecondition, "\(line.name) is no longer sold.") }
+            guard p.stock >= line.quantity else {
+                throw Refusal(.failedPrecondition, p.stock == 0
+                    ? "\(line.name) is out of stock; remove it and check out again."
+                    : "Only \(p.stock) of \(line.name) are left, and the cart holds \(line.quantity).")
+            }
+            if p.stock == line.quantity { soldOut.append(line.productUID) }
+        }
+        let order = Order(
+            number: "", storeUID: d.storeUID, cityCode: cityCode,
+            lines: shown.lines.map { OrderLine(productUID: $0.productUID, name: $0.name, unitPrice: $0.unitPrice,
+                                               quantity: $0.quantity, lineTotal: $0.lineTotal) },
+            total: shown.subtotal, cardBrand: card.brand, cardLast4: card.last4, createdAtUnix: unixTime,
+            deliveryAddress: address, holderName: holder)
+        return CheckoutPlan(order: order, soldOut: soldOut)
+    }
+
+    static func format(_ m: Money?) -> String {
+        guard let m else { return "?" }
+        let sign = m.minorUnits < 0 ? "-" : ""
+        let v = m.minorUnits.magnitude
+        let cents = v % 100
+        return "\(sign)\(v / 100).\(cents < 10 ? "0" : "")\(cents) \(m.currency)"
+    }
+}
+
+func clip(_ s: String) -> String { s.count <= 64 ? s : String(s.prefix(64)) + "…" }

@@ -1,0 +1,203 @@
+import GroserStorage
+import GroserSystem
+import GroserWire
+
+/// Customers' sessions, carts and remembered answers, held in memory by a
+/// fixed number of shards (a session belongs to the shard its key hashes
+/// to), each with its own log under `<data>/customers/shard-N`. See
+/// docs/STORAGE.md.
+public final class CustomerService: Sendable {
+    let shards: [CustomerShard]
+    private let threads = Locked<[OSThread]>([])
+    private let compactions = BlockingQueue<Int>()
+    private let logger: Logger
+    private let nextOpen = Locked(0)
+
+    public struct Options: Sendable {
+        public var directory: String
+        /// Used only when `directory` holds no shards yet.
+        public var shards: Int
+        public var segmentBytes: Int
+        public var lifetimes: CustomerLifetimes
+        public var limits: CartLimits
+        public init(directory: String, shards: Int = 2, segmentBytes: Int = 64 << 20,
+                    lifetimes: CustomerLifetimes = CustomerLifetimes(), limits: CartLimits = CartLimits()) {
+            self.directory = directory
+            self.shards = shards
+            self.segmentBytes = segmentBytes
+            self.lifetimes = lifetimes
+            self.limits = limits
+        }
+    }
+
+    /// The file that fixes the number of shards of a data directory:
+    /// sessions are placed by it, so it never changes after the first start.
+    static let layoutFile = "shards"
+
+    /// Shards over `stores` (one each, in order): rebuilds each one's state
+    /// in parallel.
+    public init(stores: [any CustomerStore], rules: CartRules, lifetimes: CustomerLifetimes, catalog: CatalogService,
+                orders: any CommerceStore,
+                products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
+                logger: Logger,
+                yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
+                unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
+        self.logger = logger
+        let context = ShardContext(rules: rules, catalog: catalog, orders: orders, products: products,
+                                   lifetimes: lifetimes, yearMonth: yearMonth, unixTime: unixTime, logger: logger)
+        let count = stores.count
+        shards = stores.enumerated().map { CustomerShard(index: $0.offset, count: count, store: $0.element, context: context) }
+        let started = monotonicNanoseconds()
+        let results = Locked<[Int: Result<String, StorageError>]>([:])
+        var loaders: [OSThread] = []
+        for shard in shards {
+            let s = shard
+            do {
+                loaders.append(try OSThread(name: "groserd-load\(s.index)") {
+                    let r = Result { () throws(StorageError) -> String in try s.load() }
+                    results.withLock { $0[s.index] = r }
+                })
+            } catch {
+                throw StorageError("cannot start a thread to load the customer log: \(error)")
+            }
+        }
+        for t in loaders { t.join() }
+        for i in 0..<count {
+            switch results.withLock({ $0[i] }) {
+            case .success(let line)?: logger.info(line)
+            case .failure(let error)?: throw error
+            case nil: throw StorageError("shard \(i) did not load")
+            }
+        }
+        logger.info("customer state loaded in \((monotonicNanoseconds() - started) / 1_000_000) ms: \(shards.reduce(0) { $0 + $1.sessionCount }) session(s) in \(count) shard(s)")
+        catalog.subscribe { [shards] change in for s in shards { s.catalogChanged(change) } }
+        for s in shards {
+            s.checkpointRequested = { [compactions] shard in compactions.put(shard.index) }
+        }
+    }
+
+    /// groserd's shards: a log per shard under `options.directory`, the
+    /// catalog's database for checkout, orders and product facts. Moves
+    /// what an older groserd kept in the database into the logs.
+    public convenience init(_ options: Options, catalog: CatalogService, orders: SQLiteCatalogStore, logger: Logger,
+                            yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
+                            unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
+        let count = try Self.shardCount(options, logger)
+        let stores: [any CustomerStore] = (0..<count).map {
+            CustomerLog(directory: options.directory + "/shard-\($0)", segmentBytes: options.segmentBytes)
+        }
+        try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
+                      catalog: catalog, orders: orders, products: { (uid) throws(StorageError) in try orders.productFacts(uid) },
+                      logger: logger, yearMonth: yearMonth, unixTime: unixTime)
+        let legacy = try orders.legacyCustomerRecords(nowUnix: unixTime())
+        if !legacy.isEmpty {
+            var byShard = [[CustomerRecord]](repeating: [], count: count)
+            for r in legacy { byShard[Self.key(of: r).shard(of: count)].append(r) }
+            for (i, records) in byShard.enumerated() { try shards[i].adopt(records) }
+            try orders.removeLegacyCustomers()
+            logger.info("moved \(legacy.count) session, cart and answer record(s) from the database into the customer log")
+        }
+    }
+
+    /// Forgets the shards' state and rebuilds it from their stores, as a
+    /// restart would. Only while the shards' threads are not started.
+    public func reload() throws(StorageError) {
+        for s in shards { _ = try s.reload() }
+    }
+
+    /// Answers `request` on the calling thread, as its shard would in a
+    /// batch of one (durable before it returns). For tests and the fuzz
+    /// harness: only while the shards' threads are not started.
+    public func answerNow(_ request: Request, caller: Caller = Caller(uid: nil)) -> CommerceOutcome {
+        let job = CommerceJob(request: request, caller: caller, receivedAt: monotonicNanoseconds()) { _ in }
+        let (shard, routed) = route(job)
+        return shard.process([routed])[0]
+    }
+
+    private static func key(of r: CustomerRecord) -> SessionKey {
+        switch r {
+        case .session(let k, _), .cart(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k), .active(let k, _): return k
+        }
+    }
+
+    private static func shardCount(_ options: Options, _ logger: Logger) throws(StorageError) -> Int {
+        do { try Files.makeDirectories(options.directory, mode: 0o700) } catch {
+            throw StorageError("cannot create \(options.directory): \(error)")
+        }
+        let path = options.directory + "/" + layoutFile
+        let stored: [UInt8]?
+        do { stored = try Files.read(path) } catch { throw StorageError("cannot read \(path): \(error)") }
+        if let stored {
+            let text = String(decoding: stored, as: UTF8.self).trimmingCharacters
+            guard let n = Int(text), (1...64).contains(n) else {
+                throw StorageError("\(path) should hold the number of customer shards (1 to 64), not \"\(clip(text))\"")
+            }
+            if n != options.shards {
+                logger.info("keeping the \(n) customer shard(s) of \(options.directory) (sessions are placed by that number); --customer-shards \(options.shards) applies to a new data directory")
+            }
+            return n
+        }
+        let n = max(1, min(64, options.shards))
+        do { try Files.writeAtomically(path, Array("\(n)\n".utf8)) } catch {
+            throw StorageError("cannot write \(path): \(error)")
+        }
+        return n
+    }
+
+    /// True for the methods the shards answer.
+    public static func handles(_ method: RequestMethod) -> Bool {
+        switch method {
+        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders: return true
+        default: return false
+        }
+    }
+
+    /// The session token a request carries, if any.
+    static func sessionToken(_ method: RequestMethod) -> String? {
+        switch method {
+        case .getCart(let s, _), .listOrders(let s): return s
+        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): return m.session
+        case .checkout(let d): return d.session
+        default: return nil
+        }
+    }
+
+    public func start() throws(Errno) {
+        var started: [OSThread] = []
+        for s in shards { started.append(try OSThread(name: "groserd-cart\(s.index)") { s.run() }) }
+        started.append(try OSThread(name: "groserd-compact") { [compactions, shards] in
+            while true {
+                let asked = compactions.take(upTo: 64)
+                if asked.isEmpty { return }
+                for i in Set(asked).sorted() { shards[i].checkpoint() }
+            }
+        })
+        threads.withLock { $0 = started }
+    }
+
+    /// Routes a request to its session's shard (OpenSession: the next shard
+    /// in turn). False when the shards are stopping.
+    func submit(_ job: CommerceJob) -> Bool {
+        let (shard, routed) = route(job)
+        return shard.submit(routed)
+    }
+
+    private func route(_ job: CommerceJob) -> (CustomerShard, ShardJob) {
+        if case .openSession = job.request.method {
+            let i = nextOpen.withLock { n in defer { n = (n + 1) % shards.count }; return n }
+            return (shards[i], ShardJob(job: job, key: nil))
+        }
+        let token = Self.sessionToken(job.request.method) ?? ""
+        guard !token.isEmpty else { return (shards[0], ShardJob(job: job, key: nil)) }
+        let key = SessionKey(token: token)
+        return (shards[key.shard(of: shards.count)], ShardJob(job: job, key: key))
+    }
+
+    /// Stops the shards once their batches in progress are durable and
+    /// answered; requests still queued are dropped unanswered (and unapplied).
+    public func stop() {
+        for s in shards { s.stopDropping(); s.close() }
+        compactions.close()
+        for t in threads.withLock({ t in defer { t.removeAll() }; return t }) { t.join() }
+    }
+}

@@ -1,0 +1,477 @@
+import GroserStorage
+import GroserSystem
+import GroserWire
+
+/// How long customer state is kept, and the clock.
+public struct CustomerLifetimes: Sendable {
+    /// Seconds an idempotency key's answer is remembered (default 24 h).
+    public var answers: Int64 = 24 * 3600
+    /// Seconds a session may stay unused before it is removed with its carts (default 30 days).
+    public var idleSessions: Int64 = 30 * 24 * 3600
+    public init(answers: Int64 = 24 * 3600, idleSessions: Int64 = 30 * 24 * 3600) {
+        self.answers = answers
+        self.idleSessions = idleSessions
+    }
+    /// How often a shard looks for what expired.
+    var sweepSeconds: Int64 { max(1, min(60, min(answers, idleSessions) / 4)) }
+}
+
+/// What every shard shares: the rules, the catalog, and the database that
+/// takes checkouts (stock and orders live with the catalog).
+struct ShardContext: Sendable {
+    var rules: CartRules
+    var catalog: CatalogService
+    /// Checkout's stock and orders, and ListOrders.
+    var orders: any CommerceStore
+    var products: @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?
+    var lifetimes: CustomerLifetimes
+    var yearMonth: @Sendable () -> (year: Int, month: Int)
+    var unixTime: @Sendable () -> Int64
+    var logger: Logger
+}
+
+/// A request on its way to a shard, with its session's key.
+struct ShardJob: Sendable {
+    var job: CommerceJob
+    var key: SessionKey?
+}
+
+/// One shard of customer state: the sessions whose key hashes to it, in
+/// memory, owned by the shard's one thread (no lock on the hot path). It
+/// takes every waiting request as a batch, applies the rules to a batch
+/// overlay, writes the batch's records with one fdatasync, and only then
+/// makes the changes visible and sends the answers. When the write fails
+/// (a full disk) the overlay is dropped and every request of the batch is
+/// answered UNAVAILABLE: nothing it changed was acknowledged.
+final class CustomerShard: @unchecked Sendable {
+    // @unchecked: `state`, `cache` and `lastSweep` belong to the shard's
+    // thread; `queue` and `changes` are the only ways in.
+    let index: Int
+    let count: Int
+    let store: any CustomerStore
+    private let context: ShardContext
+    private let queue = BlockingQueue<ShardJob>()
+    private var state = CustomerState()
+    private var cache: ProductCache
+    private let changes = Locked<[CatalogChange]>([])
+    private var lastSweep: Int64 = 0
+    /// Tells the compactor this shard has sealed log to fold.
+    var checkpointRequested: (@Sendable (CustomerShard) -> Void)?
+    static let batchLimit = 1024
+
+    init(index: Int, count: Int, store: any CustomerStore, context: ShardContext) {
+        self.index = index
+        self.count = count
+        self.store = store
+        self.context = context
+        cache = ProductCache(source: context.products)
+    }
+
+    /// Rebuilds the shard's state (before its thread starts).
+    func load() throws(StorageError) -> String {
+        let line = try store.load(into: &state)
+        lastSweep = context.unixTime()
+        sweep(now: lastSweep)
+        return line
+    }
+
+    /// Drops the state and loads it again (a restart, in tests).
+    func reload() throws(StorageError) -> String {
+        state = CustomerState()
+        cache.removeAll()
+        return try load()
+    }
+
+    /// Records an older groserd kept in the database: made durable here first.
+    func adopt(_ records: [CustomerRecord]) throws(StorageError) {
+        guard !records.isEmpty else { return }
+        try store.append(records)
+        for r in records { state.apply(r) }
+    }
+
+    var sessionCount: Int { state.sessions.count }
+
+    func submit(_ job: ShardJob) -> Bool { queue.put(job) }
+
+    func catalogChanged(_ change: CatalogChange) { changes.withLock { $0.append(change) } }
+
+    func close() { queue.close() }
+
+    private var dropping = false
+    private let stopFlag = Locked(false)
+    func stopDropping() { stopFlag.withLock { $0 = true } }
+
+    func run() {
+        while true {
+            let jobs = queue.take(upTo: Self.batchLimit, timeoutNanoseconds: 1_000_000_000)
+            if jobs.isEmpty {
+                if queue.isClosed { return }
+                sweepIfDue()
+                continue
+            }
+            if stopFlag.withLock({ $0 }) {
+                context.logger.info("dropped \(jobs.count) unanswered cart request(s) at shutdown")
+                continue
+            }
+            let wanted = jobs.filter { $0.job.connection?.isClosed != true }
+            if !wanted.isEmpty { process(wanted) }
+            sweepIfDue()
+        }
+    }
+
+    // MARK: Batches
+
+    /// Changes made by a batch, visible to its later requests, stored and
+    /// applied only once durable.
+    struct Overlay {
+        var sessions: [SessionKey: SessionState] = [:]
+        var records: [CustomerRecord] = []
+        var soldOut = false
+    }
+
+    @discardableResult
+    func process(_ jobs: [ShardJob]) -> [CommerceOutcome] {
+        let started = monotonicNanoseconds()
+        for change in changes.withLock({ c in defer { c.removeAll() }; return c }) { cache.apply(change) }
+        let catalog = context.catalog.current
+        let now = context.unixTime()
+        var overlay = Overlay()
+        var outcomes: [CommerceOutcome] = []
+        outcomes.reserveCapacity(jobs.count)
+        let needsDatabase = jobs.contains { j in
+            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
+        }
+        do {
+            if needsDatabase {
+                try context.orders.write { (tx) throws(StorageError) in
+                    for j in jobs { outcomes.append(handle(j, catalog, now, &overlay, tx)) }
+                }
+            } else {
+                for j in jobs { outcomes.append(handle(j, catalog, now, &overlay, nil)) }
+            }
+            if !overlay.records.isEmpty { try store.append(overlay.records) }
+        } catch {
+            context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
+            let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed. Try again later."))
+            outcomes = jobs.map { _ in failed }
+            overlay = Overlay()
+        }
+        for (key, s) in overlay.sessions { state.sessions[key] = s }
+        for j in jobs { if let key = j.key { state.sessions[key]?.lastActiveUnix = now } }
+        if overlay.soldOut {
+            do { try context.catalog.refresh() } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
+        }
+        for (j, outcome) in zip(jobs, outcomes) {
+            var frame: [UInt8] = []
+            switch outcome {
+            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: j.job.request.id, field: field, body: body, to: &frame)
+            case .failed(let status): ResponseFrameWriter.appendStatus(id: j.job.request.id, status: status, to: &frame)
+            }
+            j.job.reply(frame)
+        }
+        if !overlay.records.isEmpty {
+            do {
+                if try store.checkpointDue() { checkpointRequested?(self) }
+            } catch {
+                context.logger.error("cannot start a new customer log segment: \(error)")
+            }
+        }
+        context.logger.debug("shard \(index): \(jobs.count) request(s), \(overlay.records.count) record(s) in \((monotonicNanoseconds() - started) / 1000) µs")
+        return outcomes
+    }
+
+    private func handle(_ j: ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay,
+                        _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
+        var expired: [UInt8] = []
+        if RequestHandler.expired(j.job.request, receivedAt: j.job.receivedAt, into: &expired) {
+            return .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
+        }
+        lookupFailure = nil
+        do {
+            // A request changes `overlay` only once nothing can refuse it.
+            return try run(j.job.request.method, key: j.key, catalog, now, &overlay, tx)
+        } catch let refusal as Refusal {
+            if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
+            return .failed(refusal.status)
+        } catch let error as StorageError {
+            return .failed(Status(.unavailable, "The store failed: \(error.description)."))
+        } catch {
+            return .failed(Status(.internal, "Unexpected error: \(error)."))
+        }
+    }
+
+    /// The products a rule sees: the cache, filled from the catalog's
+    /// store; inside a checkout batch's transaction, misses are read through
+    /// it (the connection is the transaction's). A failed read is kept in
+    /// `lookupFailure` and turns the request's answer into UNAVAILABLE.
+    private func lookup(_ tx: (any CommerceTransaction)?) -> CartRules.Lookup {
+        { [self] uid in
+            do {
+                if let tx {
+                    if let known = cache.known(uid) { return known }
+                    return try tx.product(uid)
+                }
+                return try cache.product(uid)
+            } catch let error as StorageError {
+                lookupFailure = error
+            } catch {
+                lookupFailure = StorageError("\(error)")
+            }
+            return nil
+        }
+    }
+
+    private var lookupFailure: StorageError?
+
+    /// Called before a request changes anything: a failed product read
+    /// refuses it rather than passing for a missing product.
+    private func checkLookups() throws(StorageError) {
+        if let failure = lookupFailure { throw failure }
+    }
+
+    private func run(_ method: RequestMethod, key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
+                     _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
+        if let refusal = FieldLimits.violation(in: method) { throw refusal }
+        let rules = context.rules
+        switch method {
+        case .openSession:
+            var token = ""
+            var made: SessionKey?
+            // A token whose key belongs to this shard (1 in `count` does).
+            for _ in 0..<256 {
+                do { token = try KernelRandom.hex(16) } catch {
+                    throw Refusal(.unavailable, "The kernel gave no random bytes for a session token: \(error).")
+                }
+                let k = SessionKey(token: token)
+                if k.shard(of: count) == index { made = k; break }
+            }
+            guard let made else { throw Refusal(.unavailable, "No session token could be made; try again.") }
+            overlay.sessions[made] = SessionState(createdAtUnix: now)
+            overlay.records.append(.session(made, createdAtUnix: now))
+            return .ok(.openSession, BodyEncoder.openSession(token))
+
+        case .getCart(_, let storeUID):
+            let (key, session) = try checkSession(key, overlay)
+            try checkStore(storeUID, catalog)
+            guard let cart = session.carts[storeUID] else { return .ok(.getCart, BodyEncoder.cart(rules.emptyCart(storeUID))) }
+            let look = lookup(tx)
+            let shown = try rules.view(cart, storeUID: storeUID, look)
+            try checkLookups()
+            if let acknowledged = rules.acknowledgingPrices(cart, shown: shown) {
+                save(acknowledged, key: key, session: session, storeUID: storeUID, now, &overlay)
+                var s = shown
+                s.version = acknowledged.version
+                return .ok(.getCart, BodyEncoder.cart(s))
+            }
+            return .ok(.getCart, BodyEncoder.cart(shown))
+
+        case .addItem(let m, let product, let quantity):
+            return try mutate(.addItem, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &overlay, tx) { cart, look throws(Refusal) in
+                try rules.add(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+            }
+        case .setQuantity(let m, let product, let quantity):
+            return try mutate(.setQuantity, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &overlay, tx) { cart, look throws(Refusal) in
+                try rules.setQuantity(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+            }
+        case .removeItem(let m, let product):
+            return try mutate(.removeItem, m, fingerprint: "remove|\(product)", key, catalog, now, &overlay, tx) { cart, _ throws(Refusal) in
+                try rules.remove(cart, product: product)
+            }
+        case .clearCart(let m):
+            return try mutate(.clearCart, m, fingerprint: "clear", key, catalog, now, &overlay, tx) { cart, _ in rules.clear(cart) }
+
+        case .checkout(let d):
+            guard let tx else { throw Refusal(.internal, "Checkout reached a shard without the order store.") }
+            return try checkout(d, key, catalog, now, &overlay, tx)
+
+        case .listOrders:
+            let (key, _) = try checkSession(key, overlay)
+            guard let tx else { throw Refusal(.internal, "ListOrders reached a shard without the order store.") }
+            return .ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: key)))
+
+        default:
+            throw Refusal(.unimplemented, "The cart service does not answer this method.")
+        }
+    }
+
+    /// The shared path of every cart mutation: session and store checks,
+    /// idempotency, the version check, the change, the new version, the answer.
+    private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: String, _ key: SessionKey?,
+                        _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?,
+                        change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
+        let (key, session) = try checkSession(key, overlay)
+        try checkStore(m.storeUID, catalog)
+        let print = "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint)"
+        if let replay = try replay(session, m.idempotencyKey, print, now) { return replay }
+        let cart = session.carts[m.storeUID] ?? StoredCart()
+        try context.rules.checkVersion(cart, expected: m.expectedVersion)
+        let look = lookup(tx)
+        var next = try change(cart, look)
+        // Lines of products the catalog no longer has go with the next change.
+        next.lines.removeAll { look($0.productUID) == nil }
+        next.version = cart.version + 1
+        let body = BodyEncoder.cart(try context.rules.view(next, storeUID: m.storeUID, look))
+        try checkLookups()
+        var s = save(next, key: key, session: session, storeUID: m.storeUID, now, &overlay)
+        remember(&s, key: key, m.idempotencyKey, print, field, body, now, &overlay)
+        return .ok(field, body)
+    }
+
+    @discardableResult
+    private func save(_ cart: StoredCart, key: SessionKey, session: SessionState, storeUID: String, _ now: Int64,
+                      _ overlay: inout Overlay) -> SessionState {
+        var s = session
+        s.carts[storeUID] = cart
+        s.lastActiveUnix = now
+        overlay.sessions[key] = s
+        overlay.records.append(.cart(key, storeUID: storeUID, cart, atUnix: now))
+        return s
+    }
+
+    private func remember(_ s: inout SessionState, key: SessionKey, _ name: String, _ print: String, _ field: MethodField,
+                          _ body: [UInt8], _ now: Int64, _ overlay: inout Overlay) {
+        guard !name.isEmpty else { return }
+        let answer = StoredAnswer(IdempotentAnswer(fingerprint: print, field: field.rawValue, body: body), atUnix: now)
+        s.answers[name] = answer
+        overlay.sessions[key] = s
+        overlay.records.append(.answer(key, key: name, answer))
+    }
+
+    // MARK: Checkout
+
+    private func checkout(_ d: CheckoutDetails, _ key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
+                          _ overlay: inout Overlay, _ tx: any CommerceTransaction) throws -> CommerceOutcome {
+        let (key, session) = try checkSession(key, overlay)
+        try checkStore(d.storeUID, catalog)
+        // A retry finds its order before anything else is checked (the
+        // card may have expired since).
+        let print = CartRules.checkoutFingerprint(d)
+        if let replay = try replay(session, d.idempotencyKey, print, now) { return replay }
+        let cart = session.carts[d.storeUID]
+        // The order may be in the database while the log lost the cart's
+        // clearing (a crash between the two): the retry finds it there.
+        if !d.idempotencyKey.isEmpty, let stored = try tx.idempotentAnswer(session: key, key: d.idempotencyKey) {
+            guard stored.fingerprint == print, let field = MethodField(rawValue: stored.field) else {
+                throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(d.idempotencyKey))\" was already used for a different request.")
+            }
+            var s = session
+            if let cart, cart.version == d.expectedVersion, !cart.lines.isEmpty {
+                s = save(StoredCart(version: cart.version + 1, lines: []), key: key, session: session, storeUID: d.storeUID, now, &overlay)
+            }
+            remember(&s, key: key, d.idempotencyKey, print, field, stored.body, now, &overlay)
+            return .ok(field, stored.body)
+        }
+        try tx.savepoint()
+        do {
+            var fresh: [String: ProductRecord?] = [:]
+            var failure: StorageError?
+            let lookup: CartRules.Lookup = { uid in
+                if let p = fresh[uid] { return p }
+                do {
+                    let p = try tx.product(uid)
+                    fresh[uid] = p
+                    return p
+                } catch let error as StorageError {
+                    failure = error
+                    return nil
+                } catch {
+                    failure = StorageError("\(error)")
+                    return nil
+                }
+            }
+            let city = try tx.storeCityCode(d.storeUID) ?? ""
+            let plan: CartRules.CheckoutPlan
+            do {
+                plan = try context.rules.planCheckout(d, cart: cart, cityCode: city, lookup: lookup,
+                                                      now: context.yearMonth(), unixTime: now)
+            } catch {
+                if let failure { throw failure }
+                throw error
+            }
+            if let failure { throw failure }
+            for (uid, units) in plan.take { try tx.decrementStock(productUID: uid, by: units) }
+            let order = try tx.insertOrder(plan.order, session: key)
+            if !plan.soldOut.isEmpty {
+                _ = try tx.bumpCatalogVersion(touching: plan.soldOut)
+                overlay.soldOut = true
+            }
+            let body = BodyEncoder.checkout(order)
+            if !d.idempotencyKey.isEmpty {
+                try tx.saveIdempotentAnswer(session: key, key: d.idempotencyKey,
+                                            IdempotentAnswer(fingerprint: print, field: MethodField.checkout.rawValue, body: body))
+            }
+            try tx.releaseSavepoint()
+            var s = save(StoredCart(version: (cart?.version ?? 0) + 1, lines: []), key: key, session: session,
+                         storeUID: d.storeUID, now, &overlay)
+            remember(&s, key: key, d.idempotencyKey, print, .checkout, body, now, &overlay)
+            return .ok(.checkout, body)
+        } catch {
+            try tx.rollbackToSavepoint()
+            throw error
+        }
+    }
+
+    // MARK: Shared checks
+
+    private func checkSession(_ key: SessionKey?, _ overlay: Overlay) throws(Refusal) -> (SessionKey, SessionState) {
+        guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
+        guard let s = overlay.sessions[key] ?? state.sessions[key] else {
+            throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
+        }
+        return (key, s)
+    }
+
+    private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
+        guard !storeUID.isEmpty else { throw Refusal(.invalidArgument, "The request names no store.") }
+        guard catalog.stores[storeUID] != nil else { throw Refusal(.notFound, "No store has the uid \"\(clip(storeUID))\".") }
+    }
+
+    /// The remembered answer of an earlier request with this key, or nil.
+    private func replay(_ session: SessionState, _ name: String, _ print: String, _ now: Int64) throws(Refusal) -> CommerceOutcome? {
+        guard !name.isEmpty, let stored = session.answers[name],
+              now - stored.atUnix <= context.lifetimes.answers else { return nil }
+        guard stored.answer.fingerprint == print, let field = MethodField(rawValue: stored.answer.field) else {
+            throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(name))\" was already used for a different request.")
+        }
+        return .ok(field, stored.answer.body)
+    }
+
+    // MARK: Expiry
+
+    private func sweepIfDue() {
+        let now = context.unixTime()
+        guard now - lastSweep >= context.lifetimes.sweepSeconds else { return }
+        lastSweep = now
+        sweep(now: now)
+    }
+
+    private func sweep(now: Int64) {
+        let removed = state.expire(nowUnix: now, answerLifetime: context.lifetimes.answers,
+                                   idleLifetime: context.lifetimes.idleSessions)
+        guard !removed.isEmpty else { return }
+        do {
+            try store.append(removed.map { .sessionRemoved($0) })
+            context.logger.info("shard \(index): removed \(removed.count) session(s) idle for more than \(context.lifetimes.idleSessions) s")
+        } catch {
+            // They are gone from memory; the next start expires them again.
+            context.logger.warning("shard \(index): cannot log the removal of \(removed.count) idle session(s): \(error)")
+        }
+    }
+
+    /// The compactor's call: folds the sealed log into a snapshot.
+    func checkpoint() {
+        let lifetimes = context.lifetimes
+        let now = context.unixTime()
+        do {
+            // Answers expire by a rule every reader applies; idle sessions
+            // only by the shard's logged removals (reads keep a session
+            // alive, and leave no record).
+            let kept = try store.checkpoint { state in
+                _ = state.expire(nowUnix: now, answerLifetime: lifetimes.answers, idleLifetime: .max)
+            }
+            context.logger.info("shard \(index): checkpoint written with \(kept) session(s)")
+        } catch {
+            context.logger.error("shard \(index): checkpoint failed (the log is kept whole and will be tried again): \(error)")
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import GroserWire
+
+/// A cart as the customer log keeps it.
+public struct StoredCart: Sendable, Hashable {
+    public var version: UInt64
+    /// In the order products were first added; one line per product.
+    public var lines: [CartLineRecord]
+    public init(version: UInt64 = 0, lines: [CartLineRecord] = []) {
+        self.version = version
+        self.lines = lines
+    }
+}
+
+/// The answer of an idempotent request, and when it was given (it expires).
+public struct StoredAnswer: Sendable, Hashable {
+    public var answer: IdempotentAnswer
+    public var atUnix: Int64
+    public init(_ answer: IdempotentAnswer, atUnix: Int64) {
+        self.answer = answer
+        self.atUnix = atUnix
+    }
+}
+
+/// One session's carts and remembered answers.
+public struct SessionState: Sendable, Hashable {
+    public var createdAtUnix: Int64
+    /// The last request that used the session (idle sessions are removed).
+    public var lastActiveUnix: Int64
+    /// By store uid.
+    public var carts: [String: StoredCart] = [:]
+    /// By idempotency key.
+    public var answers: [String: StoredAnswer] = [:]
+
+    public init(createdAtUnix: Int64, lastActiveUnix: Int64? = nil) {
+        self.createdAtUnix = createdAtUnix
+        self.lastActiveUnix = lastActiveUnix ?? createdAtUnix
+    }
+}
+
+/// One change of customer state, as the log stores it. Every record states
+/// the whole new value of what it names (a cart record holds the whole
+/// cart), so applying a record twice, or a snapshot and then the records it
+/// already holds, gives the same state.
+public enum CustomerRecord: Sendable, Hashable {
+    case session(SessionKey, createdAtUnix: Int64)
+    case cart(SessionKey, storeUID: String, StoredCart, atUnix: Int64)
+    case answer(SessionKey, key: String, StoredAnswer)
+    case sessionRemoved(SessionKey)
+    /// A snapshot's note of a session's last activity (reads leave no record).
+    case active(SessionKey, atUnix: Int64)
+}
+
+/// Every session of one shard: what the log's records add up to.
+public struct CustomerState: Sendable {
+    public var sessions: [SessionKey: SessionState] = [:]
+    public init() {}
+
+    public mutating func apply(_ record: CustomerRecord) {
+        switch record {
+        case .session(let key, let at):
+            if sessions[key] == nil { sessions[key] = SessionState(createdAtUnix: at) }
+        case .cart(let key, let store, let cart, let at):
+            sessions[key, default: SessionState(createdAtUnix: at)].carts[store] = cart
+            touch(key, at)
+        case .answer(let key, let name, let answer):
+            sessions[key, default: SessionState(createdAtUnix: answer.atUnix)].answers[name] = answer
+            touch(key, answer.atUnix)
+        case .sessionRemoved(let key):
+            sessions[key] = nil
+        case .active(let key, let at):
+            touch(key, at)
+        }
+    }
+
+    private mutating func touch(_ key: SessionKey, _ at: Int64) {
+        if let last = sessions[key]?.lastActiveUnix, last < at { sessions[key]?.lastActiveUnix = at }
+    }
+
+    /// The records that rebuild this state (a snapshot's contents).
+    public func forEachRecord(_ body: (CustomerRecord) -> Void) {
+        for (key, s) in sessions {
+            body(.session(key, createdAtUnix: s.createdAtUnix))
+            for (store, cart) in s.carts { body(.cart(key, storeUID: store, cart, atUnix: s.createdAtUnix)) }
+            for (name, answer) in s.answers { body(.answer(key, key: name, answer)) }
+            body(.active(key, atUnix: s.lastActiveUnix))
+        }
+    }
+
+    /// Forgets answers older than `answerLifetime` seconds (a retry after
+    /// that is a new request) and removes sessions idle for longer than
+    /// `idleLifetime`, with their carts. Returns the sessions removed: they
+    /// must be logged as removed; expired answers need no record, since
+    /// every reader of the log applies the same rule.
+    public mutating func expire(nowUnix: Int64, answerLifetime: Int64, idleLifetime: Int64) -> [SessionKey] {
+        var removed: [SessionKey] = []
+        for (key, s) in sessions {
+            if nowUnix - s.lastActiveUnix > idleLifetime {
+                removed.append(key)
+            } else if s.answers.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
+                sessions[key]?.answers = s.answers.filter { nowUnix - $0.value.atUnix <= answerLifetime }
+            }
+        }
+        for key in removed { sessions[key] = nil }
+        return removed
+    }
+}
+
+/// The log's binary form of a record (little-endian; strings and blobs
+/// are a u32 length and their bytes):
+///
+///     kind u8 = 1 session   key[32] created i64
+///     kind u8 = 2 cart      key[32] store str version u64 at i64 count u32
+///                           (product str quantity u32 seen_price i64) × count
+///     kind u8 = 3 answer    key[32] idempotency_key str at i64 fingerprint str field u32 body blob
+///     kind u8 = 4 removed   key[32]
+///     kind u8 = 5 active    key[32] at i64
+enum CustomerRecordCodec {
+    static func encode(_ record: CustomerRecord, to out: inout [UInt8]) {
+        switch record {
+        case .session(let key, let at):
+            out.append(1); key32(key, &out); i64(at, &out)
+        case .cart(let key, let store, let cart, let at):
+            out.append(2); key32(key, &out); str(store, &out); u64(cart.version, &out); i64(at, &out)
+            u32(UInt32(cart.lines.count), &out)
+            for l in cart.lines { str(l.productUID, &out); u32(l.quantity, &out); i64(l.seenPriceMinorUnits, &out) }
+        case .answer(let key, let name, let a):
+            out.append(3); key32(key, &out); str(name, &out); i64(a.atUnix, &out); str(a.answer.fingerprint, &out)
+            u32(a.answer.field, &out); blob(a.answer.body, &out)
+        case .sessionRemoved(let key):
+            out.append(4); key32(key, &out)
+        case .active(let key, let at):
+            out.append(5); key32(key, &out); i64(at, &out)
+        }
+    }
+
+    private static func key32(_ k: SessionKey, _ out: inout [UInt8]) { out.append(contentsOf: k.digest) }
+    private static func u32(_ v: UInt32, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+    private static func u64(_ v: UInt64, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+    private static func i64(_ v: Int64, _ out: inout [UInt8]) { u64(UInt64(bitPattern: v), &out) }
+    private static func str(_ s: String, _ out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { b in u32(UInt32(b.count), &out); out.append(contentsOf: b) }
+    }
+    private static func blob(_ b: [UInt8], _ out: inout [UInt8]) { u32(UInt32(b.count), &out); out.append(contentsOf: b) }
+
+    /// Decodes one record's payload; nil when it is malformed (which a
+    /// good checksum makes a bug or a foreign file, not a torn write).
+    static func decode(_ p: UnsafeRawBufferPointer) -> CustomerRecord? {
+        var r = Reader(p)
+        guard let kind = r.byte(), let key = r.key() else { return nil }
+        let record: CustomerRecord?
+        switch kind {
+        case 1: record = r.i64().map { .session(key, createdAtUnix: $0) }
+        case 2:
+            guard let store = r.str(), let version = r.u64(), let at = r.i64(), let count = r.u32(),
+                  Int(count) <= r.remaining / 16 else { return nil }
+            var lines: [CartLineRecord] = []
+            lines.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                guard let uid = r.str(), let q = r.u32(), let seen = r.i64() else { return nil }
+                lines.append(CartLineRecord(productUID: uid, quantity: q, seenPriceMinorUnits: seen))
+            }
+            record = .cart(key, storeUID: store, StoredCart(version: version, lines: lines), atUnix: at)
+        case 3:
+            guard let name = r.str(), let at = r.i64(), let print = r.str(), let field = r.u32(), let body = r.blob() else { return nil }
+            record = .answer(key, key: name, StoredAnswer(IdempotentAnswer(fingerprint: print, field: field, body: body), atUnix: at))
+        case 4: record = .sessionRemoved(key)
+        case 5: record = r.i64().map { .active(key, atUnix: $0) }
+        default: record = nil
+        }
+        return r.remaining == 0 ? record : nil
+    }
+
+    private struct Reader {
+        let p: UnsafeRawBufferPointer
+        var at = 0
+        init(_ p: UnsafeRawBufferPointer) { self.p = p }
+        var remaining: Int { p.count - at }
+        mutating func byte() -> UInt8? {
+            guard remaining >= 1 else { return nil }
+            defer { at += 1 }
+            return p[at]
+        }
+        mutating func u32() -> UInt32? {
+            guard remaining >= 4 else { return nil }
+            defer { at += 4 }
+            return UInt32(littleEndian: p.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+        }
+        mutating func u64() -> UInt64? {
+            guard remaining >= 8 else { return nil }
+            defer { at += 8 }
+            return UInt64(littleEndian: p.loadUnaligned(fromByteOffset: at, as: UInt64.self))
+        }
+        mutating func i64() -> Int64? { u64().map { Int64(bitPattern: $0) } }
+        mutating func key() -> SessionKey? {
+            guard remaining >= 32 else { return nil }
+            defer { at += 32 }
+            return SessionKey(digest: UnsafeRawBufferPointer(rebasing: p[at..<at + 32]))
+        }
+        mutating func bytes() -> UnsafeRawBufferPointer? {
+            guard let n = u32(), Int(n) <= remaining else { return nil }
+            defer { at += Int(n) }
+            return UnsafeRawBufferPointer(rebasing: p[at..<at + Int(n)])
+        }
+        mutating func str() -> String? {
+            guard let b = bytes() else { return nil }
+            return String(decoding: b, as: UTF8.self)
+        }
+        mutating func blob() -> [UInt8]? { bytes().map { Array($0) } }
+    }
+}

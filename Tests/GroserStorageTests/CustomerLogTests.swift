@@ -1,0 +1,116 @@
+import GroserStorage
+import GroserSystem
+import GroserWire
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The customer log on real files: what a crash or a damaged disk leaves,
+/// and what recovery, repair and compaction make of it.
+@Suite("customer log")
+struct CustomerLogTests {
+    static let key = SessionKey(token: "0123456789abcdef0123456789abcdef")
+
+    /// Three batches: a session, then a cart of one line, then of two.
+    static func write(_ dir: String) throws -> [Int] {
+        let log = CustomerLog(directory: dir)
+        var state = CustomerState()
+        _ = try log.recover(into: &state)
+        var ends: [Int] = []
+        try log.append([.session(key, createdAtUnix: 10)]); ends.append(log.activeBytes)
+        try log.append([.cart(key, storeUID: "s", StoredCart(version: 1, lines: [CartLineRecord(productUID: "p1", quantity: 1, seenPriceMinorUnits: 5)]), atUnix: 11)])
+        ends.append(log.activeBytes)
+        try log.append([.cart(key, storeUID: "s", StoredCart(version: 2, lines: [
+            CartLineRecord(productUID: "p1", quantity: 1, seenPriceMinorUnits: 5),
+            CartLineRecord(productUID: "p2", quantity: 3, seenPriceMinorUnits: 7)]), atUnix: 12)])
+        ends.append(log.activeBytes)
+        return ends
+    }
+
+    @Test func aLogCutAtEveryByteOfItsLastRecordsLoadsEveryCompleteRecord() throws {
+        let dir = try TemporaryDirectory()
+        let ends = try Self.write(dir.path)
+        let segment = dir.path + "/log-00000000"
+        let whole = try #require(try LogFile.readAll(segment))
+        #expect(whole.count == ends[2])
+        for cut in ends[0]...whole.count {
+            let copy = try TemporaryDirectory()
+            try Files.writeAtomically(copy.path + "/log-00000000", Array(whole[0..<cut]))
+            var state = CustomerState()
+            let report = try CustomerLog(directory: copy.path).recover(into: &state)
+            let version = state.sessions[Self.key]?.carts["s"]?.version
+            // Every complete record is kept; the partial one is dropped.
+            let expected: UInt64? = cut >= ends[2] ? 2 : cut >= ends[1] ? 1 : nil
+            #expect(version == expected, "cut at \(cut)")
+            #expect(state.sessions[Self.key] != nil, "cut at \(cut)")
+            let torn = cut != ends[0] && cut != ends[1] && cut != ends[2]
+            #expect((report.droppedTail != nil) == torn, "cut at \(cut): \(String(describing: report.droppedTail))")
+            if torn {
+                // Cut off on disk: the next append follows the last good record.
+                #expect(try LogFile.readAll(copy.path + "/log-00000000")?.count == (cut >= ends[1] ? ends[1] : ends[0]))
+            }
+        }
+    }
+
+    @Test func aDamagedRecordInTheMiddleRefusesWithItsOffsetAndRepairCutsThere() throws {
+        let dir = try TemporaryDirectory()
+        let ends = try Self.write(dir.path)
+        let segment = dir.path + "/log-00000000"
+        var bytes = try #require(try LogFile.readAll(segment))
+        bytes[ends[0] + 12] ^= 0xff  // inside the second record's payload
+        try Files.writeAtomically(segment, bytes)
+        var state = CustomerState()
+        let error = #expect(throws: StorageError.self) { _ = try CustomerLog(directory: dir.path).recover(into: &state) }
+        #expect(error?.description.contains("damaged at byte \(ends[0])") == true, "\(String(describing: error))")
+        #expect(error?.description.contains("--repair") == true)
+        let lines = try CustomerLog.repair(directory: dir.path)
+        #expect(lines.count == 1 && lines[0].contains("cut at byte \(ends[0])"), "\(lines)")
+        var repaired = CustomerState()
+        _ = try CustomerLog(directory: dir.path).recover(into: &repaired)
+        #expect(repaired.sessions[Self.key] != nil && repaired.sessions[Self.key]?.carts.isEmpty == true)
+    }
+
+    @Test func compactionFoldsSealedSegmentsIntoASnapshotThatLoadsTheSameState() throws {
+        let dir = try TemporaryDirectory()
+        let log = CustomerLog(directory: dir.path, segmentBytes: 1)
+        var state = CustomerState()
+        _ = try log.recover(into: &state)
+        var expected = CustomerState()
+        for i in 0..<50 {
+            let k = SessionKey(token: "token-\(i)")
+            let records: [CustomerRecord] = [
+                .session(k, createdAtUnix: 100),
+                .cart(k, storeUID: "s", StoredCart(version: UInt64(i), lines: []), atUnix: 101),
+                .answer(k, key: "old", StoredAnswer(IdempotentAnswer(fingerprint: "f", field: 1, body: [1]), atUnix: 1)),
+            ]
+            try log.append(records)
+            for r in records { expected.apply(r) }
+            #expect(try log.checkpointDue(), "a 1-byte segment is full after every append")
+        }
+        let kept = try log.compact { $0.sessions = $0.sessions.mapValues { var s = $0; s.answers = [:]; return s } }
+        #expect(kept == 50)
+        let names = try LogFile.names(in: dir.path).sorted()
+        #expect(names.filter { $0.hasPrefix("snapshot-") } == ["snapshot-00000050"], "\(names)")
+        #expect(names.filter { $0.hasPrefix("log-") } == ["log-00000050"], "only the active segment is left: \(names)")
+        var reloaded = CustomerState()
+        _ = try CustomerLog(directory: dir.path).recover(into: &reloaded)
+        for (k, s) in expected.sessions {
+            #expect(reloaded.sessions[k]?.carts == s.carts)
+            #expect(reloaded.sessions[k]?.answers.isEmpty == true, "what expire dropped stays dropped")
+        }
+        #expect(reloaded.sessions.count == 50)
+    }
+
+    @Test func expiryDropsOldAnswersAndIdleSessions() {
+        var state = CustomerState()
+        let a = SessionKey(token: "a"), b = SessionKey(token: "b")
+        state.apply(.session(a, createdAtUnix: 0))
+        state.apply(.session(b, createdAtUnix: 0))
+        state.apply(.answer(a, key: "old", StoredAnswer(IdempotentAnswer(fingerprint: "f", field: 1, body: []), atUnix: 10)))
+        state.apply(.answer(a, key: "new", StoredAnswer(IdempotentAnswer(fingerprint: "f", field: 1, body: []), atUnix: 95)))
+        let removed = state.expire(nowUnix: 100, answerLifetime: 50, idleLifetime: 90)
+        #expect(removed == [b], "b was idle since 0; a was active at 95")
+        #expect(state.sessions[a]?.answers.keys.sorted() == ["new"])
+    }
+}
