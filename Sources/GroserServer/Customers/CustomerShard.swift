@@ -257,6 +257,17 @@ final class CustomerShard: @unchecked Sendable {
             let look = lookup(tx)
             let shown = try rules.view(cart, storeUID: storeUID, look)
             try checkLookups()
+            // Lines of products the catalog no longer sells (a replacing
+            // import) go, and the cart moves to a new version.
+            if shown.lines.count < cart.lines.count {
+                var next = rules.acknowledgingPrices(cart, shown: shown) ?? cart
+                next.lines.removeAll { look($0.productUID) == nil }
+                next.version = cart.version + 1
+                save(next, key: key, session: session, storeUID: storeUID, now, &overlay)
+                var s = shown
+                s.version = next.version
+                return .ok(.getCart, BodyEncoder.cart(s))
+            }
             if let acknowledged = rules.acknowledgingPrices(cart, shown: shown) {
                 save(acknowledged, key: key, session: session, storeUID: storeUID, now, &overlay)
                 var s = shown
