@@ -88,13 +88,20 @@ public enum Files {
             throw Errno.current
         }
         defer { _ = close(fd) }
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        // The size is a hint (files in /proc say 0): one buffer of that
+        // size, doubled when the file turns out longer, read to the end.
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw Errno.current }
+        var out = [UInt8](repeating: 0, count: max(Int(st.st_size) + 1, 4096))
+        var filled = 0
         while true {
-            let n = try syscall { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            if n == 0 { return out }
-            out.append(contentsOf: chunk[0..<n])
+            if filled == out.count { out.append(contentsOf: repeatElement(0, count: out.count)) }
+            let n = try syscall { out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) } }
+            if n == 0 { break }
+            filled += n
         }
+        out.removeLast(out.count - filled)
+        return out
     }
 
     /// Replaces `path` atomically: writes a temporary file beside it, fsyncs

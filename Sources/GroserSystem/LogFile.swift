@@ -54,27 +54,6 @@ public final class LogFile {
         size = length
     }
 
-    /// The whole contents of `path`, or nil when it does not exist.
-    public static func readAll(_ path: String) throws(Errno) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw Errno.current
-        }
-        defer { _ = close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw Errno.current }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var filled = 0
-        while filled < out.count {
-            let n = try syscall { out.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + filled, $0.count - filled, off_t(filled)) } }
-            if n == 0 { break }
-            filled += n
-        }
-        if filled < out.count { out.removeLast(out.count - filled) }
-        return out
-    }
-
     /// The names in `directory` (without "." and "..").
     public static func names(in directory: String) throws(Errno) -> [String] {
         guard let dir = opendir(directory) else { throw Errno.current }

@@ -32,7 +32,7 @@ struct CustomerLogTests {
         let dir = try TemporaryDirectory()
         let ends = try Self.write(dir.path)
         let segment = dir.path + "/log-00000000"
-        let whole = try #require(try LogFile.readAll(segment))
+        let whole = try #require(try Files.read(segment))
         #expect(whole.count == ends[2])
         for cut in ends[0]...whole.count {
             let copy = try TemporaryDirectory()
@@ -48,7 +48,7 @@ struct CustomerLogTests {
             #expect((report.droppedTail != nil) == torn, "cut at \(cut): \(String(describing: report.droppedTail))")
             if torn {
                 // Cut off on disk: the next append follows the last good record.
-                #expect(try LogFile.readAll(copy.path + "/log-00000000")?.count == (cut >= ends[1] ? ends[1] : ends[0]))
+                #expect(try Files.read(copy.path + "/log-00000000")?.count == (cut >= ends[1] ? ends[1] : ends[0]))
             }
         }
     }
@@ -57,7 +57,7 @@ struct CustomerLogTests {
         let dir = try TemporaryDirectory()
         let ends = try Self.write(dir.path)
         let segment = dir.path + "/log-00000000"
-        var bytes = try #require(try LogFile.readAll(segment))
+        var bytes = try #require(try Files.read(segment))
         bytes[ends[0] + 12] ^= 0xff  // inside the second record's payload
         try Files.writeAtomically(segment, bytes)
         var state = CustomerState()

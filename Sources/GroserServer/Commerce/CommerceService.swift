@@ -58,14 +58,13 @@ public struct CommerceService: Sendable {
     /// True for the methods that need storage (they leave the event loop):
     /// the customer shards' and the commit queue's.
     public static func handles(_ method: RequestMethod) -> Bool {
+        if CustomerService.handles(method) { return true }
         switch method {
-        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders, .setProduct,
-             .importCatalog, .exportCatalog:
-            return true
-        default:
-            return false
+        case .setProduct, .importCatalog, .exportCatalog: return true
+        default: return false
         }
     }
+
 
     /// Runs one request in its own savepoint: a refused request leaves no
     /// partial change behind, whatever else the transaction holds.

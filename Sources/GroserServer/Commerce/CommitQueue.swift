@@ -65,22 +65,20 @@ final class CommitQueue: Sendable {
     /// go to the import thread.
     func submit(_ job: CommerceJob) -> Bool {
         if CustomerService.handles(job.request.method) {
-            guard let customers else {
-                var frame: [UInt8] = []
-                ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, "This groserd keeps no carts."), to: &frame)
-                job.reply(frame)
-                return true
-            }
+            guard let customers else { return refuse(job, "This groserd keeps no carts.") }
             return customers.submit(job)
         }
         guard ImportService.handles(job.request.method) else { return queue.put(job) }
-        guard let imports else {
-            var frame: [UInt8] = []
-            ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, "This groserd's store does not take catalog imports."), to: &frame)
-            job.reply(frame)
-            return true
-        }
+        guard let imports else { return refuse(job, "This groserd's store does not take catalog imports.") }
         return imports.submit(job)
+    }
+
+    /// Answers UNIMPLEMENTED at once: nobody here serves the method.
+    private func refuse(_ job: CommerceJob, _ message: String) -> Bool {
+        var frame: [UInt8] = []
+        ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, message), to: &frame)
+        job.reply(frame)
+        return true
     }
 
     /// Stops the thread once the batch in progress is committed. Called after

@@ -97,7 +97,6 @@ final class CustomerShard: @unchecked Sendable {
 
     func close() { queue.close() }
 
-    private var dropping = false
     private let stopFlag = Locked(false)
     func stopDropping() { stopFlag.withLock { $0 = true } }
 

@@ -38,12 +38,8 @@ public final class CustomerLog: @unchecked Sendable {
         public var snapshotRecords = 0
         public var segments = 0
         /// A torn last record (a crash mid-append) that was cut off.
-        public var droppedTail: (file: String, offset: Int, bytes: Int)? {
-            get { tail.map { ($0.file, $0.offset, $0.bytes) } }
-            set { tail = newValue.map { TornTail(file: $0.file, offset: $0.offset, bytes: $0.bytes) } }
-        }
-        struct TornTail: Sendable, Hashable { var file: String; var offset: Int; var bytes: Int }
-        var tail: TornTail?
+        public var droppedTail: TornTail?
+        public struct TornTail: Sendable, Hashable { public var file: String; public var offset: Int; public var bytes: Int }
     }
 
     public init(directory: String, segmentBytes: Int = 64 << 20) {
@@ -121,7 +117,7 @@ public final class CustomerLog: @unchecked Sendable {
                 } catch {
                     throw StorageError("cannot cut the torn last record off \(path): \(error)")
                 }
-                report.tail = .init(file: path, offset: cut, bytes: size - cut)
+                report.droppedTail = .init(file: path, offset: cut, bytes: size - cut)
             }
         }
         let number = last ?? base
@@ -165,7 +161,7 @@ public final class CustomerLog: @unchecked Sendable {
     static func read(_ path: String, isLast: Bool, _ visit: (CustomerRecord) -> Void) throws(StorageError) -> ReadResult {
         let bytes: [UInt8]
         do {
-            guard let b = try LogFile.readAll(path) else { return ReadResult() }
+            guard let b = try Files.read(path) else { return ReadResult() }
             bytes = b
         } catch {
             throw StorageError("cannot read the customer log \(path): \(error)")
@@ -326,7 +322,7 @@ public final class CustomerLog: @unchecked Sendable {
         for name in files {
             let path = directory + "/" + name
             let bytes: [UInt8]
-            do { bytes = try LogFile.readAll(path) ?? [] } catch {
+            do { bytes = try Files.read(path) ?? [] } catch {
                 throw StorageError("cannot read \(path): \(error)")
             }
             var at = 0
