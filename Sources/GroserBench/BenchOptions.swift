@@ -47,14 +47,17 @@ public struct BenchOptions: Sendable, Equatable {
                            and refilled when all of them are answered (default: 1)
       -n N                 total requests (default: 100000)
       -t SECONDS           run for this long instead of -n
-      --method NAME        info, cities, get-store, shelf or cart-add (default: info)
-      --city CODE          get-store, cart-add: the city's default store
-      --city-uid UID       get-store, cart-add: the city's default store, by uid
-      --store UID          get-store, cart-add: this store
-      --product UID        cart-add: the product to add (default: the store's first in stock);
+      --method NAME        info, cities, get-store, shelf, cart-add or mix (default: info)
+      --city CODE          get-store, cart-add, mix: the city's default store
+      --city-uid UID       get-store, cart-add, mix: the city's default store, by uid
+      --store UID          get-store, cart-add, mix: this store
+      --product UID        cart-add, mix: the product to add (default: the store's first in stock);
                            every connection adds to a session of its own, one unit a request,
                            so start groserd with a large --max-quantity
       --products           get-store: with every shelf's products
+      --write-percent N    mix: this share of the requests, 0 to 100, are cart-add and the
+                           rest get-store without products (default: 10); the summary gives
+                           reads and writes apart as well as together
       --shelf UID          shelf: this shelf
       --threads N          load generator threads (default: 1)
       --warmup SECONDS     run this long first and throw the result away (default: 0)
@@ -78,6 +81,7 @@ public struct BenchOptions: Sendable, Equatable {
         var methodName = "info"
         var city: String?, cityUID: String?, store: String?, shelf: String?, product: String?
         var products = false
+        var writePercent: Int?
         var requests: Int?, seconds: Double?
         var i = 0
         while i < arguments.count {
@@ -108,6 +112,13 @@ public struct BenchOptions: Sendable, Equatable {
                 }
                 return s
             }
+            func percent() throws(BenchUsageError) -> Int {
+                let text = try value()
+                guard let n = Int(text), n >= 0, n <= 100 else {
+                    throw BenchUsageError("\(name) must be a whole number from 0 to 100, not \"\(text)\"")
+                }
+                return n
+            }
             func flag() throws(BenchUsageError) {
                 guard inline == nil else { throw BenchUsageError("\(name) takes no value") }
             }
@@ -125,6 +136,7 @@ public struct BenchOptions: Sendable, Equatable {
             case "--shelf": shelf = try value()
             case "--product": product = try value()
             case "--products": try flag(); products = true
+            case "--write-percent": writePercent = try percent()
             case "--threads": options.threads = try count(upTo: 1024)
             case "--warmup": options.warmupSeconds = try duration(allowingZero: true)
             case "--json": try flag(); options.json = true
@@ -146,14 +158,17 @@ public struct BenchOptions: Sendable, Equatable {
 
         let selectors = [city.map(StoreSelector.cityCode), cityUID.map(StoreSelector.cityUID),
                          store.map(StoreSelector.storeUID)].compactMap { $0 }
-        if methodName != "get-store" && methodName != "cart-add" && !selectors.isEmpty {
-            throw BenchUsageError("--city, --city-uid and --store are for --method get-store and cart-add")
+        if !["get-store", "cart-add", "mix"].contains(methodName) && !selectors.isEmpty {
+            throw BenchUsageError("--city, --city-uid and --store are for --method get-store, cart-add and mix")
         }
         if methodName != "get-store" && products {
             throw BenchUsageError("--products is for --method get-store")
         }
-        if methodName != "cart-add" && product != nil {
-            throw BenchUsageError("--product is for --method cart-add")
+        if methodName != "cart-add" && methodName != "mix" && product != nil {
+            throw BenchUsageError("--product is for --method cart-add and mix")
+        }
+        if methodName != "mix" && writePercent != nil {
+            throw BenchUsageError("--write-percent is for --method mix")
         }
         if methodName != "shelf" && shelf != nil {
             throw BenchUsageError("--shelf is for --method shelf")
@@ -174,8 +189,13 @@ public struct BenchOptions: Sendable, Equatable {
                 throw BenchUsageError("--method cart-add needs exactly one of --city, --city-uid or --store")
             }
             options.method = .cartAdd(selectors[0], productUID: product)
+        case "mix":
+            guard selectors.count == 1 else {
+                throw BenchUsageError("--method mix needs exactly one of --city, --city-uid or --store")
+            }
+            options.method = .mix(selectors[0], writePercent: writePercent ?? 10, productUID: product)
         default:
-            throw BenchUsageError("--method must be info, cities, get-store, shelf or cart-add, not \"\(methodName)\"")
+            throw BenchUsageError("--method must be info, cities, get-store, shelf, cart-add or mix, not \"\(methodName)\"")
         }
         return .run(options)
     }

@@ -24,9 +24,24 @@ public struct BenchReport {
 
     /// Latency percentiles in microseconds, with their JSON names.
     public var percentiles: [(name: String, label: String, microseconds: Double)] {
+        Self.percentiles(of: tally.histogram)
+    }
+
+    /// `histogram`'s percentiles in microseconds, with their JSON names.
+    public static func percentiles(of histogram: LatencyHistogram) -> [(name: String, label: String, microseconds: Double)] {
         [("p50", "p50", 50), ("p90", "p90", 90), ("p99", "p99", 99), ("p99_9", "p99.9", 99.9)].map {
-            ($0.0, $0.1, Double(tally.histogram.value(atPercentile: $0.2)) / 1000)
-        } + [("max", "max", Double(tally.histogram.maximum == 0 ? 0 : tally.histogram.maximum) / 1000)]
+            ($0.0, $0.1, Double(histogram.value(atPercentile: $0.2)) / 1000)
+        } + [("max", "max", Double(histogram.maximum == 0 ? 0 : histogram.maximum) / 1000)]
+    }
+
+    private static func latencyText(_ histogram: LatencyHistogram) -> String {
+        percentiles(of: histogram).map { "\($0.label) \(format($0.microseconds, 1))" }.joined(separator: "  ")
+    }
+
+    private static func latencyJSON(_ histogram: LatencyHistogram) -> String {
+        let fields = percentiles(of: histogram).map { "\"\($0.name)\":\(format($0.microseconds, 3))" }
+            + ["\"mean\":\(format(histogram.mean / 1000, 3))"]
+        return "{\(fields.joined(separator: ","))}"
     }
 
     public var responseBytesPerRequest: Double {
@@ -75,7 +90,15 @@ public struct BenchReport {
         lines.append("requests:        \(tally.answered) answered, \(tally.succeeded) ok, \(tally.failed) failed")
         lines.append("seconds:         \(Self.format(result.seconds, 3))")
         lines.append("requests/s:      \(Self.format(result.requestsPerSecond, 0)) (successful only)")
-        lines.append("latency (µs):    " + percentiles.map { "\($0.label) \(Self.format($0.microseconds, 1))" }.joined(separator: "  "))
+        lines.append("latency (µs):    " + Self.latencyText(tally.histogram))
+        for part in result.parts {
+            let t = part.tally
+            let label = part.name + ":"
+            let padding = String(repeating: " ", count: max(1, 17 - label.count))
+            lines.append(label + padding + "\(part.method.label): \(t.succeeded) ok, \(t.failed) failed, "
+                         + "\(Self.format(result.rate(of: t), 0)) requests/s")
+            lines.append("  latency (µs):  " + Self.latencyText(t.histogram))
+        }
         lines.append("response bytes:  \(Self.format(responseBytesPerRequest, 1)) per request (body \(Self.format(bodyBytesPerRequest, 1)))")
         if errors.isEmpty && tally.connectionFailures == 0 {
             lines.append("errors:          none")
@@ -104,9 +127,13 @@ public struct BenchReport {
         fields.append("\"connection_failures\":\(tally.connectionFailures)")
         fields.append("\"seconds\":\(Self.format(result.seconds, 6))")
         fields.append("\"rps\":\(Self.format(result.requestsPerSecond, 1))")
-        let latency = percentiles.map { "\"\($0.name)\":\(Self.format($0.microseconds, 3))" }
-            + ["\"mean\":\(Self.format(tally.histogram.mean / 1000, 3))"]
-        fields.append("\"latency_us\":{\(latency.joined(separator: ","))}")
+        fields.append("\"latency_us\":\(Self.latencyJSON(tally.histogram))")
+        for part in result.parts {
+            let t = part.tally
+            fields.append("\(Self.quote(part.name)):{\"method\":\(Self.quote(part.method.label)),\"succeeded\":\(t.succeeded),"
+                          + "\"failed\":\(t.failed),\"rps\":\(Self.format(result.rate(of: t), 1)),"
+                          + "\"latency_us\":\(Self.latencyJSON(t.histogram))}")
+        }
         fields.append("\"response_bytes_per_request\":\(Self.format(responseBytesPerRequest, 1))")
         fields.append("\"body_bytes_per_request\":\(Self.format(bodyBytesPerRequest, 1))")
         fields.append("\"errors\":{\(errors.map { "\(Self.quote($0.jsonKey)):\($0.count)" }.joined(separator: ","))}")

@@ -11,13 +11,25 @@ public struct BenchError: Error, Sendable, CustomStringConvertible {
 
 /// One connection of the load generator. Its P request frames are encoded
 /// once into `batch`; each refill rewrites their ids and sends the whole
-/// batch with one write. Answers are parsed in place in `input`.
+/// batch with one write. Answers are parsed in place in `input`. In a mix,
+/// each refill copies the read's or the write's frame into each place of the
+/// batch instead, and remembers which it sent.
 final class BenchConnection {
     let socket: Socket
-    /// P copies of the request frame, back to back.
+    /// P copies of the request frame, back to back (a mix: P frames of either kind).
     private let batch: UnsafeMutableRawBufferPointer
     private let frameSize: Int
     private let pipeline: Int
+    /// A mix's frames, the read's then the write's; nil for a single method.
+    private let kindFrames: UnsafeMutableRawBufferPointer?
+    private let readFrameSize: Int
+    private let writePercent: Int
+    /// Where this connection starts in the mix's cycle of 100 requests.
+    private let phase: Int
+    /// The kind (0 read, 1 write) of each request of the current batch.
+    private let batchKinds: UnsafeMutableBufferPointer<UInt8>
+    /// Requests in the current batch.
+    private var batchCount = 0
     /// Bytes of the current batch: [sendOffset, sendEnd) not yet written.
     var sendOffset = 0
     var sendEnd = 0
@@ -41,40 +53,85 @@ final class BenchConnection {
     var pendingFrameBytes = 0
     private static let minimumReadSpace = 16 * 1024
 
-    init(socket: Socket, frame: RequestFrame, pipeline: Int, requests: Int) {
+    /// `frames` is one frame, or a mix's read and write frames with the
+    /// share of writes and the connection's `phase` in the cycle.
+    init(socket: Socket, frames: [RequestFrame], writePercent: Int = 0, phase: Int = 0, pipeline: Int, requests: Int) {
+        precondition(frames.count == 1 || frames.count == 2)
         self.socket = socket
         self.pipeline = pipeline
         self.remaining = requests
-        let size = frame.bytes.count
-        let batch = UnsafeMutableRawBufferPointer.allocate(byteCount: size * pipeline, alignment: 8)
-        frame.bytes.withUnsafeBytes { one in
-            for i in 0..<pipeline { (batch.baseAddress! + i * size).copyMemory(from: one.baseAddress!, byteCount: size) }
+        self.writePercent = writePercent
+        self.phase = phase
+        batchKinds = .allocate(capacity: pipeline)
+        batchKinds.initialize(repeating: 0)
+        if frames.count == 1 {
+            let size = frames[0].bytes.count
+            let batch = UnsafeMutableRawBufferPointer.allocate(byteCount: size * pipeline, alignment: 8)
+            frames[0].bytes.withUnsafeBytes { one in
+                for i in 0..<pipeline { (batch.baseAddress! + i * size).copyMemory(from: one.baseAddress!, byteCount: size) }
+            }
+            frameSize = size
+            self.batch = batch
+            kindFrames = nil
+            readFrameSize = size
+        } else {
+            let read = frames[0].bytes, write = frames[1].bytes
+            let both = UnsafeMutableRawBufferPointer.allocate(byteCount: read.count + write.count, alignment: 8)
+            both.copyBytes(from: read + write)
+            kindFrames = both
+            readFrameSize = read.count
+            frameSize = max(read.count, write.count)
+            batch = .allocate(byteCount: frameSize * pipeline, alignment: 8)
         }
-        self.frameSize = size
-        self.batch = batch
         input = .allocate(byteCount: 64 * 1024, alignment: 8)
     }
 
     deinit {
         batch.deallocate()
+        kindFrames?.deallocate()
+        batchKinds.deallocate()
         input.deallocate()
         if socket.isOpen { socket.close() }
     }
 
-    /// Rewrites the ids of the next `min(P, remaining)` requests; returns how many.
+    /// Rewrites the ids of the next `min(P, remaining)` requests (a mix:
+    /// writes each one's frame first); returns how many.
     func prepareBatch() -> Int {
         let count = min(pipeline, remaining)
         let base = batch.baseAddress!
-        for i in 0..<count {
-            RequestFrame.writeID(RequestFrame.id(sequence: nextSequence), into: base + i * frameSize + RequestFrame.idOffset)
-            nextSequence += 1
+        if let kindFrames {
+            var offset = 0
+            for i in 0..<count {
+                let write = BenchMethod.mixSendsWrite(sequence: nextSequence, phase: phase, percent: writePercent)
+                let size = write ? kindFrames.count - readFrameSize : readFrameSize
+                (base + offset).copyMemory(from: kindFrames.baseAddress! + (write ? readFrameSize : 0), byteCount: size)
+                RequestFrame.writeID(RequestFrame.id(sequence: nextSequence), into: base + offset + RequestFrame.idOffset)
+                batchKinds[i] = write ? 1 : 0
+                offset += size
+                nextSequence += 1
+            }
+            sendEnd = offset
+        } else {
+            for i in 0..<count {
+                RequestFrame.writeID(RequestFrame.id(sequence: nextSequence), into: base + i * frameSize + RequestFrame.idOffset)
+                nextSequence += 1
+            }
+            sendEnd = count * frameSize
         }
         remaining -= count
         inFlight = count
+        batchCount = count
         sendOffset = 0
-        sendEnd = count * frameSize
         return count
     }
+
+    /// The kind (0 read, 1 write; 0 for a single method) of the answer
+    /// expected next.
+    @inline(__always)
+    var kindOfNextAnswer: Int { Int(batchKinds[batchCount - inFlight]) }
+
+    /// The kinds of the requests in flight, in order.
+    var kindsInFlight: [Int] { (batchCount - inFlight..<batchCount).map { Int(batchKinds[$0]) } }
 
     var unsent: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(batch)[sendOffset..<sendEnd])
@@ -110,7 +167,10 @@ final class BenchWorker: @unchecked Sendable {
     private let epoll: Epoll
     private var connections: [BenchConnection] = []
     private var open = 0
-    private let expectedField: UInt32
+    /// The body field of each kind's OK answer.
+    private let expectedFields: [UInt32]
+    /// A mix's answers counted by kind as well (empty for a single method).
+    private(set) var kindTallies: [BenchTally]
     private let maximumFrameBytes: Int
     private let stopSendingAt: UInt64
     private let timed: Bool
@@ -124,7 +184,8 @@ final class BenchWorker: @unchecked Sendable {
 
     init(options: BenchOptions, stopSendingAt: UInt64) throws(Errno) {
         epoll = try Epoll(maxEvents: 256)
-        expectedField = options.method.responseField.rawValue
+        expectedFields = options.method.kinds.map(\.responseField.rawValue)
+        kindTallies = options.method.kindNames.map { _ in BenchTally() }
         maximumFrameBytes = options.maximumFrameBytes
         self.stopSendingAt = stopSendingAt
         if case .seconds = options.length { timed = true } else { timed = false }
@@ -247,8 +308,14 @@ final class BenchWorker: @unchecked Sendable {
                 tally.malformed += 1
                 return fail(c)
             }
-            tally.count(envelope, expectedID: RequestFrame.id(sequence: c.expectedSequence), expectedField: expectedField,
+            let kind = c.kindOfNextAnswer
+            let expectedID = RequestFrame.id(sequence: c.expectedSequence)
+            tally.count(envelope, expectedID: expectedID, expectedField: expectedFields[kind],
                         frameBytes: total, latency: receivedAt &- c.sentAt)
+            if !kindTallies.isEmpty {
+                kindTallies[kind].count(envelope, expectedID: expectedID, expectedField: expectedFields[kind],
+                                        frameBytes: total, latency: receivedAt &- c.sentAt)
+            }
             c.expectedSequence += 1
             c.inFlight -= 1
             if c.inFlight == 0 { refill(c) }
@@ -258,6 +325,9 @@ final class BenchWorker: @unchecked Sendable {
     private func fail(_ c: BenchConnection) {
         tally.connectionFailures += 1
         tally.unanswered += UInt64(c.inFlight)
+        if !kindTallies.isEmpty {
+            for kind in c.kindsInFlight { kindTallies[kind].unanswered += 1 }
+        }
         c.inFlight = 0
         close(c)
     }
@@ -271,30 +341,62 @@ final class BenchWorker: @unchecked Sendable {
     }
 }
 
+/// One kind of request of a mix ("reads", "writes"), counted apart.
+public struct BenchPart: Sendable {
+    public var name: String
+    public var method: BenchMethod
+    public var tally: BenchTally
+
+    public init(name: String, method: BenchMethod, tally: BenchTally) {
+        self.name = name
+        self.method = method
+        self.tally = tally
+    }
+}
+
 /// The outcome of one run.
 public struct BenchResult: Sendable {
     public var options: BenchOptions
     public var seconds: Double
+    /// Every request, whatever its kind.
     public var tally: BenchTally
+    /// A mix's kinds, each counted apart; empty for a single method.
+    public var parts: [BenchPart]
 
-    public init(options: BenchOptions, seconds: Double, tally: BenchTally) {
+    public init(options: BenchOptions, seconds: Double, tally: BenchTally, parts: [BenchPart] = []) {
         self.options = options
         self.seconds = seconds
         self.tally = tally
+        self.parts = parts
     }
 
     /// Successful requests per second; failed requests are not counted.
-    public var requestsPerSecond: Double { seconds > 0 ? Double(tally.succeeded) / seconds : 0 }
+    public var requestsPerSecond: Double { rate(of: tally) }
+
+    /// `tally`'s successful requests per second of the whole run.
+    public func rate(of tally: BenchTally) -> Double { seconds > 0 ? Double(tally.succeeded) / seconds : 0 }
 }
 
 /// Runs the load: connects every connection, starts the threads, and waits.
 public enum LoadGenerator {
-    /// Each connection's request frame: the same one, except for cart-add,
+    /// Each connection's request frames, one per kind of `options.method`:
+    /// the same for every connection, except cart-add's (a mix's write),
     /// where every connection gets a session of its own (opened here).
-    static func requestFrames(_ options: BenchOptions) throws(BenchError) -> [RequestFrame] {
-        guard case .cartAdd(let selector, let named) = options.method else {
-            return Array(repeating: RequestFrame(method: options.method), count: options.connections)
+    static func requestFrames(_ options: BenchOptions) throws(BenchError) -> [[RequestFrame]] {
+        var perKind: [[RequestFrame]] = []
+        for kind in options.method.kinds {
+            if case .cartAdd(let selector, let named) = kind {
+                perKind.append(try cartAddFrames(selector, product: named, options))
+            } else {
+                perKind.append(Array(repeating: RequestFrame(method: kind), count: options.connections))
+            }
         }
+        return (0..<options.connections).map { i in perKind.map { $0[i] } }
+    }
+
+    /// A cart-add frame per connection, each in a session of its own.
+    private static func cartAddFrames(_ selector: StoreSelector, product named: String?,
+                                      _ options: BenchOptions) throws(BenchError) -> [RequestFrame] {
         let client = GroserClient(socketPath: options.socketPath, timeout: 10)
         defer { client.close() }
         do {
@@ -356,7 +458,10 @@ public enum LoadGenerator {
         do {
             for _ in 0..<threadCount { workers.append(try BenchWorker(options: options, stopSendingAt: stopSendingAt)) }
             for (i, socket) in sockets.enumerated() {
-                try workers[i % threadCount].add(BenchConnection(socket: socket, frame: frames[i], pipeline: options.pipeline,
+                var writePercent = 0
+                if case .mix(_, let percent, _) = options.method { writePercent = percent }
+                try workers[i % threadCount].add(BenchConnection(socket: socket, frames: frames[i], writePercent: writePercent,
+                                                                 phase: i, pipeline: options.pipeline,
                                                                  requests: perConnection[i]))
             }
         } catch {
@@ -382,11 +487,17 @@ public enum LoadGenerator {
         for t in threads { t.join() }
 
         var tally = BenchTally()
+        var kindTallies = options.method.kindNames.map { _ in BenchTally() }
         var end = start
         for w in workers {
             tally.merge(w.tally)
+            for k in kindTallies.indices { kindTallies[k].merge(w.kindTallies[k]) }
             end = max(end, w.finishedAt)
         }
-        return BenchResult(options: options, seconds: Double(end - start) / 1e9, tally: tally)
+        let kinds = options.method.kinds
+        let parts = zip(options.method.kindNames, kindTallies).enumerated().map { k, named in
+            BenchPart(name: named.0, method: kinds[k], tally: named.1)
+        }
+        return BenchResult(options: options, seconds: Double(end - start) / 1e9, tally: tally, parts: parts)
     }
 }

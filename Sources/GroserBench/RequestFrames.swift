@@ -9,9 +9,40 @@ public enum BenchMethod: Sendable, Equatable {
     /// AddItem of one unit, each connection in a session of its own; the
     /// product is the store's first in stock unless named.
     case cartAdd(StoreSelector, productUID: String?)
+    /// Reads and writes on the same connections: GetStore (without products)
+    /// of the store, and for `writePercent` % of the requests the AddItem of
+    /// `cartAdd` in the same store.
+    case mix(StoreSelector, writePercent: Int, productUID: String?)
+
+    /// What a run sends, one kind of request after another: the method
+    /// itself, or a mix's read (kind 0) and write (kind 1).
+    public var kinds: [BenchMethod] {
+        switch self {
+        case .mix(let selector, _, let product):
+            [.getStore(selector, includeProducts: false), .cartAdd(selector, productUID: product)]
+        default:
+            [self]
+        }
+    }
+
+    /// The names of `kinds` in the report: none for a single method.
+    public var kindNames: [String] {
+        if case .mix = self { ["reads", "writes"] } else { [] }
+    }
+
+    /// Whether a mix's request number `sequence` on connection `phase` is
+    /// a write: exactly `percent` of any 100 consecutive requests are, spread
+    /// out, and each connection starts at another point of the cycle so the
+    /// connections do not write in step.
+    @inline(__always)
+    public static func mixSendsWrite(sequence: UInt64, phase: Int, percent: Int) -> Bool {
+        let step = (sequence % 100 + UInt64(phase % 100)) % 100
+        return step * UInt64(percent) % 100 < UInt64(percent)
+    }
 
     /// The request's method as GroserWire encodes it (cart-add's session,
-    /// store and product are filled in per connection by the load generator).
+    /// store and product are filled in per connection by the load generator;
+    /// a mix gives its read's).
     public var requestMethod: RequestMethod {
         switch self {
         case .serverInfo: .serverInfo
@@ -20,10 +51,12 @@ public enum BenchMethod: Sendable, Equatable {
         case .getShelf(let uid): .getShelf(shelfUID: uid)
         case .cartAdd(_, let product):
             .addItem(CartMutation(session: "", storeUID: ""), productUID: product ?? "", quantity: 1)
+        case .mix:
+            kinds[0].requestMethod
         }
     }
 
-    /// The `Response.body` field an OK answer carries.
+    /// The `Response.body` field an OK answer carries (a mix: its read's).
     public var responseField: MethodField {
         switch self {
         case .serverInfo: .serverInfo
@@ -31,6 +64,7 @@ public enum BenchMethod: Sendable, Equatable {
         case .getStore: .getStore
         case .getShelf: .getShelf
         case .cartAdd: .addItem
+        case .mix: .getStore
         }
     }
 
@@ -44,6 +78,8 @@ public enum BenchMethod: Sendable, Equatable {
         case .getShelf(let uid): "shelf \(uid)"
         case .cartAdd(let selector, let product):
             "cart-add " + Self.describe(selector) + (product.map { " --product \($0)" } ?? "")
+        case .mix(let selector, let percent, let product):
+            "mix " + Self.describe(selector) + " --write-percent \(percent)" + (product.map { " --product \($0)" } ?? "")
         }
     }
 

@@ -36,6 +36,13 @@ struct BenchOptionsTests {
         (["--method=get-store", "--store=store-spb-2", "--products"], .getStore(.storeUID("store-spb-2"), includeProducts: true)),
         (["--method", "get-store", "--city-uid", "city-msk"], .getStore(.cityUID("city-msk"), includeProducts: false)),
         (["--method", "shelf", "--shelf", "shf-spb-1-01-1"], .getShelf(uid: "shf-spb-1-01-1")),
+        (["--method", "cart-add", "--city", "SPB"], .cartAdd(.cityCode("SPB"), productUID: nil)),
+        (["--method", "cart-add", "--store", "store-spb-1", "--product", "p-1"], .cartAdd(.storeUID("store-spb-1"), productUID: "p-1")),
+        (["--method", "mix", "--city", "SPB"], .mix(.cityCode("SPB"), writePercent: 10, productUID: nil)),
+        (["--method", "mix", "--city", "SPB", "--write-percent", "25"], .mix(.cityCode("SPB"), writePercent: 25, productUID: nil)),
+        (["--method=mix", "--store=store-spb-2", "--write-percent=0"], .mix(.storeUID("store-spb-2"), writePercent: 0, productUID: nil)),
+        (["--method", "mix", "--city-uid", "city-msk", "--write-percent", "100", "--product", "p-7"],
+         .mix(.cityUID("city-msk"), writePercent: 100, productUID: "p-7")),
     ])
     func methodsAndTheirArguments(args: [String], method: BenchMethod) throws {
         #expect(try parse(args).method == method)
@@ -46,6 +53,20 @@ struct BenchOptionsTests {
         ["--method", "get-store"], ["--method", "get-store", "--city", "SPB", "--store", "s"],
         ["--city", "SPB"], ["--method", "shelf"], ["--products"], ["--bogus"], ["-c"],
         ["-c", "10", "-n", "5"], ["--json=yes"],
+        // --write-percent: a whole number from 0 to 100, for mix only.
+        ["--method", "mix", "--city", "SPB", "--write-percent", "101"],
+        ["--method", "mix", "--city", "SPB", "--write-percent", "-1"],
+        ["--method", "mix", "--city", "SPB", "--write-percent", "10.5"],
+        ["--method", "mix", "--city", "SPB", "--write-percent", "ten"],
+        ["--method", "mix", "--city", "SPB", "--write-percent"],
+        ["--method", "get-store", "--city", "SPB", "--write-percent", "10"],
+        ["--method", "cart-add", "--city", "SPB", "--write-percent", "10"],
+        ["--write-percent", "10"],
+        // mix: exactly one store selector, reads without products, no shelf.
+        ["--method", "mix"], ["--method", "mix", "--city", "SPB", "--store", "s"],
+        ["--method", "mix", "--city", "SPB", "--products"],
+        ["--method", "mix", "--city", "SPB", "--shelf", "shf-spb-1-01-1"],
+        ["--method", "get-store", "--city", "SPB", "--product", "p-1"],
     ])
     func usageErrors(args: [String]) {
         #expect(throws: BenchUsageError.self) { try BenchOptions.parse(args) }
@@ -58,5 +79,22 @@ struct BenchOptionsTests {
 
     @Test func threadsNeverExceedConnections() throws {
         #expect(try parse(["-c", "2", "--threads", "8"]).threads == 2)
+    }
+
+    @Test func usageErrorsSayWhatIsWrong() {
+        func message(_ args: [String]) -> String {
+            do { _ = try BenchOptions.parse(args); return "" } catch { return error.message }
+        }
+        #expect(message(["--method", "mix", "--city", "SPB", "--write-percent", "101"])
+                == "--write-percent must be a whole number from 0 to 100, not \"101\"")
+        #expect(message(["--method", "get-store", "--city", "SPB", "--write-percent", "10"])
+                == "--write-percent is for --method mix")
+        #expect(message(["--method", "mix"]) == "--method mix needs exactly one of --city, --city-uid or --store")
+        #expect(message(["--method", "mix", "--city", "SPB", "--products"]) == "--products is for --method get-store")
+    }
+
+    @Test func theHelpListsTheMixAndItsOption() {
+        #expect(BenchOptions.usage.contains("cart-add or mix"))
+        #expect(BenchOptions.usage.contains("--write-percent N"))
     }
 }

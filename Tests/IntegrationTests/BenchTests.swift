@@ -57,6 +57,26 @@ struct BenchTests {
         #expect((o["errors_by_code"] as? [String: Any])?["9"] as? Int == 21)
     }
 
+    @Test func aMixCountsReadsAndWritesApartAndTogether() throws {
+        let r = try runBench(["-c", "4", "-P", "4", "-n", "200", "--method", "mix", "--city", "SPB", "--write-percent", "10", "--json"])
+        #expect(r.status == 0, "\(r.out)\(r.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data((r.out.split(separator: "\n").first ?? "").utf8)) as? [String: Any])
+        #expect(object["succeeded"] as? Int == 200)
+        let reads = try #require(object["reads"] as? [String: Any])
+        let writes = try #require(object["writes"] as? [String: Any])
+        // 50 requests a connection, one in ten a write: 5 adds a session, under the limit of 99.
+        #expect(reads["succeeded"] as? Int == 180)
+        #expect(writes["succeeded"] as? Int == 20)
+        #expect(reads["method"] as? String == "get-store --city SPB")
+        #expect(writes["method"] as? String == "cart-add --city SPB")
+        let readLatency = try #require(reads["latency_us"] as? [String: Any])
+        #expect((readLatency["p99"] as? Double ?? 0) > 0)
+        let text = try runBench(["-c", "2", "-n", "20", "--method", "mix", "--city", "SPB"])
+        #expect(text.status == 0, "\(text.out)\(text.err)")
+        #expect(text.out.contains("\nreads:           get-store --city SPB: 18 ok, 0 failed, "))
+        #expect(text.out.contains("\nwrites:          cart-add --city SPB: 2 ok, 0 failed, "))
+    }
+
     @Test func aMissingServerIsReportedAndExits1() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Daemon.binDirectory + "/groser-bench")
