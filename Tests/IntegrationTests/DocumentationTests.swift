@@ -45,4 +45,36 @@ struct DocumentationTests {
         #expect(documented.subtracting(helpOptions).isEmpty,
                 "in PROTOCOL.md's synopsis but not in --help: \(documented.subtracting(helpOptions).sorted())")
     }
+
+    @Test func benchmarksSynopsisListsEveryOptionOfGroserBenchHelp() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Daemon.binDirectory + "/groser-bench")
+        p.arguments = ["--help"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let help = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+
+        // The options the help lists, one a line (not those its text mentions, like groserd's --max-quantity).
+        let listed = help.split(separator: "\n").compactMap { line -> String? in
+            let word = line.drop { $0 == " " }.prefix { !$0.isWhitespace && $0 != "," }
+            return line.hasPrefix("  ") && word.hasPrefix("--") ? String(word) : nil
+        }
+        let helpOptions = Set(listed).subtracting(["--help"])
+        let doc = try String(contentsOfFile: repositoryRoot + "/docs/BENCHMARKS.md", encoding: .utf8)
+        guard let start = doc.range(of: "## groser-bench"),
+              let open = doc.range(of: "```", range: start.upperBound..<doc.endIndex),
+              let close = doc.range(of: "```", range: open.upperBound..<doc.endIndex) else {
+            Issue.record("docs/BENCHMARKS.md has no \"## groser-bench\" code block")
+            return
+        }
+        let documented = options(in: String(doc[open.upperBound..<close.lowerBound]))
+        #expect(helpOptions.count >= 10, "read groser-bench --help: \(helpOptions.sorted())")
+        #expect(helpOptions.subtracting(documented).isEmpty,
+                "in --help but not in BENCHMARKS.md's synopsis: \(helpOptions.subtracting(documented).sorted())")
+        #expect(documented.subtracting(helpOptions).isEmpty,
+                "in BENCHMARKS.md's synopsis but not in --help: \(documented.subtracting(helpOptions).sorted())")
+    }
 }
