@@ -8,7 +8,12 @@ cart against what groserd acknowledged before the last kill; retry the one
 request each writer had in flight with its idempotency key (it must end up
 applied exactly once); run the load (several writers, each with its own
 connection, session and cart, doing AddItem and SetQuantity with idempotency
-keys) and kill -9 the daemon at a random moment; then check the database
+keys), beside buyers who each check out one unit of their own product
+again and again (SetQuantity, then Checkout of that cart version, both
+with keys), and kill -9 the daemon at a random moment; after the restart
+every acknowledged order must be listed once, a checkout in flight retried
+with its key must give exactly one order, and each buyer's product stock
+must be down by exactly one unit per order; then check the database
 file with `PRAGMA integrity_check` and `PRAGMA foreign_key_check` (on a copy,
 so the next start recovers the original). A last start checks the final
 round and stops the daemon with SIGTERM.
@@ -129,6 +134,113 @@ class Writer:
         return outcome
 
 
+class CheckoutWriter:
+    """One customer who buys one unit of its own product again and again:
+    SetQuantity(product, 1) with a key, then Checkout of that cart version
+    with a key. Tracks the order numbers groserd acknowledged and the step
+    in flight at the kill. After a restart every acknowledged order must be
+    listed, a retried checkout must give exactly one order for its key, and
+    the product's stock must have dropped by exactly one unit per order."""
+
+    def __init__(self, index: int, session: str, store: str, product: str, stock: int):
+        self.index = index
+        self.session = session
+        self.store = store
+        self.product = product
+        self.initial_stock = stock
+        self.orders: list[str] = []            # acknowledged order numbers
+        self.in_flight: Optional[tuple] = None  # ("set", key) or ("checkout", version, key)
+        self.serial = 0
+        self.acknowledged = 0
+        self.errors: list[str] = []
+
+    def _set(self, conn: g.Conn, key: str) -> int:
+        resp = conn.call(g.req_set_quantity(self.session, self.store, self.product, 1, key=key))
+        code, message = g.status(resp)
+        if code != g.OK:
+            raise RuntimeError(f"set-quantity: status {code}: {message}")
+        return resp.set_quantity.cart.version
+
+    def _checkout(self, conn: g.Conn, version: int, key: str) -> str:
+        resp = conn.call(g.req_checkout(self.session, self.store, version, key=key))
+        code, message = g.status(resp)
+        if code != g.OK:
+            raise RuntimeError(f"checkout of version {version}: status {code}: {message}")
+        return resp.checkout.order.number
+
+    def run(self, path: str, stop: threading.Event) -> None:
+        try:
+            conn = g.Conn(path, timeout=10)
+        except OSError as exc:
+            self.errors.append(f"buyer {self.index}: cannot connect: {exc}")
+            return
+        try:
+            while not stop.is_set():
+                self.serial += 1
+                key = f"b{self.index}-{self.serial}"
+                self.in_flight = ("set", key + "-set")
+                version = self._set(conn, key + "-set")
+                self.acknowledged += 1
+                self.in_flight = ("checkout", version, key + "-pay")
+                number = self._checkout(conn, version, key + "-pay")
+                self.orders.append(number)
+                self.in_flight = None
+                self.acknowledged += 1
+        except RuntimeError as exc:
+            self.errors.append(f"buyer {self.index}: {exc}")
+        except (OSError, g.ConnectionClosed, ValueError):
+            pass  # the daemon died; `in_flight` says what may or may not be in
+        finally:
+            conn.close()
+
+    def listed(self, conn: g.Conn) -> list[str]:
+        resp = g.expect_ok(conn.call(g.req_list_orders(self.session)), "ListOrders")
+        return [o.number for o in resp.list_orders.orders]
+
+    def stock(self, database: str) -> int:
+        """The product's stock as the database holds it (read-only, beside the running daemon)."""
+        out = subprocess.run(["sqlite3", "-readonly", database,
+                              f"SELECT stock FROM products WHERE uid = '{self.product}';"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        return int(out.stdout.strip())
+
+    def verify(self, conn: g.Conn, database: str) -> dict[str, int]:
+        outcome = {"applied": 0, "not-applied": 0, "orders": 0}
+        listed = self.listed(conn)
+        if len(set(listed)) != len(listed):
+            self.errors.append(f"buyer {self.index}: an order number listed twice: {sorted(listed)}")
+        missing = [n for n in self.orders if n not in listed]
+        if missing:
+            self.errors.append(f"buyer {self.index}: acknowledged orders missing after restart: {missing}")
+        extra = len(listed) - len(self.orders)
+        op = self.in_flight
+        if op is not None and op[0] == "checkout":
+            if extra not in (0, 1):
+                self.errors.append(f"buyer {self.index}: {extra} orders beyond the acknowledged ones "
+                                   f"with one checkout in flight")
+            outcome["applied" if extra == 1 else "not-applied"] += 1
+            try:
+                number = self._checkout(conn, op[1], op[2])  # the retry: replayed, or placed now
+            except RuntimeError as exc:
+                self.errors.append(f"buyer {self.index}: retry of the checkout in flight: {exc}")
+            else:
+                if extra == 1 and number not in listed:
+                    self.errors.append(f"buyer {self.index}: the retried checkout made a second order {number}")
+                self.orders.append(number)
+                listed = self.listed(conn)
+        elif extra != 0:  # nothing, or only the SetQuantity before a checkout, was in flight
+            self.errors.append(f"buyer {self.index}: {extra} orders nobody acknowledged")
+        self.in_flight = None
+        if len(listed) != len(self.orders) or sorted(listed) != sorted(self.orders):
+            self.errors.append(f"buyer {self.index}: orders listed {len(listed)}, acknowledged {len(self.orders)}")
+        stock = self.stock(database)
+        if stock != self.initial_stock - len(self.orders):
+            self.errors.append(f"buyer {self.index}: stock {stock}, expected {self.initial_stock} - "
+                               f"{len(self.orders)} orders = {self.initial_stock - len(self.orders)}")
+        outcome["orders"] = len(self.orders)
+        return outcome
+
+
 def check_database(data_dir: str, scratch: str) -> list[str]:
     """integrity_check and foreign_key_check on a copy of the database and its WAL."""
     problems = []
@@ -155,6 +267,7 @@ def main() -> int:
     ap.add_argument("--groserd", required=True)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--writers", type=int, default=4)
+    ap.add_argument("--buyers", type=int, default=2, help="customers checking out one unit at a time")
     ap.add_argument("--products", type=int, default=5, help="products per writer's cart")
     ap.add_argument("--min-load", type=float, default=0.3, help="shortest load before the kill, seconds")
     ap.add_argument("--max-load", type=float, default=2.0, help="longest load before the kill, seconds")
@@ -169,8 +282,10 @@ def main() -> int:
     daemon = g.Daemon(args.groserd, directory)
     failures: list[str] = []
     passed = 0
-    totals = {"acknowledged": 0, "applied": 0, "not-applied": 0, "integrity-ok": 0}
+    totals = {"acknowledged": 0, "applied": 0, "not-applied": 0, "integrity-ok": 0,
+              "checkout-applied": 0, "checkout-not-applied": 0, "orders": 0}
     writers: list[Writer] = []
+    buyers: list[CheckoutWriter] = []
     try:
         g.log(TOOL, f"{args.rounds} rounds, {args.writers} writers, seed {seed}, data in {daemon.data}")
         for round_ in range(1, args.rounds + 2):
@@ -186,12 +301,25 @@ def main() -> int:
                         session = g.expect_ok(c.call(g.req_open_session()), "OpenSession").open_session.session
                         products = in_stock[i * args.products:(i + 1) * args.products]
                         writers.append(Writer(i, session, spb.summary.uid, products, seed + i))
+                    for i in range(args.buyers):
+                        session = g.expect_ok(c.call(g.req_open_session()), "OpenSession").open_session.session
+                        product = in_stock[args.writers * args.products + i]
+                        stock = 1_000_000
+                        g.expect_ok(c.call(g.req_set_product(product, stock=stock)), "SetProduct stock")
+                        buyers.append(CheckoutWriter(i, session, spb.summary.uid, product, stock))
                 else:
                     for w in writers:
                         outcome = w.verify(c)
                         for k, v in outcome.items():
                             totals[k] += v
-            for w in writers:
+                    orders = 0
+                    for b in buyers:
+                        outcome = b.verify(c, os.path.join(daemon.data, "groser.sqlite3"))
+                        totals["checkout-applied"] += outcome["applied"]
+                        totals["checkout-not-applied"] += outcome["not-applied"]
+                        orders += outcome["orders"]
+                    totals["orders"] = orders
+            for w in writers + buyers:
                 round_errors += w.errors
                 w.errors.clear()
             if final:
@@ -210,8 +338,9 @@ def main() -> int:
                 passed += 1
 
             stop = threading.Event()
-            before = sum(w.acknowledged for w in writers)
-            threads = [threading.Thread(target=w.run, args=(daemon.socket, stop), daemon=True) for w in writers]
+            everyone = writers + buyers
+            before = sum(w.acknowledged for w in everyone)
+            threads = [threading.Thread(target=w.run, args=(daemon.socket, stop), daemon=True) for w in everyone]
             for t in threads:
                 t.start()
             time.sleep(rng.uniform(args.min_load, args.max_load))
@@ -219,9 +348,9 @@ def main() -> int:
             stop.set()
             for t in threads:
                 t.join(timeout=15)
-            acknowledged = sum(w.acknowledged for w in writers) - before
+            acknowledged = sum(w.acknowledged for w in everyone) - before
             totals["acknowledged"] += acknowledged
-            in_flight = sum(1 for w in writers if w.in_flight is not None)
+            in_flight = sum(1 for w in everyone if w.in_flight is not None)
             problems = check_database(daemon.data, os.path.join(directory, "check"))
             if problems:
                 failures += [f"round {round_}: {p}" for p in problems]
@@ -251,6 +380,10 @@ def main() -> int:
     print(f"crash-test: in flight at the kill: {totals['applied'] + totals['not-applied']} "
           f"({totals['applied']} had been applied, {totals['not-applied']} had not; each retried with its key "
           f"and applied exactly once)")
+    print(f"crash-test: orders placed and acknowledged: {totals['orders']}, each listed once, stock down by "
+          f"exactly one unit per order: {'yes' if not failures else 'NO'}; checkouts in flight at the kill: "
+          f"{totals['checkout-applied'] + totals['checkout-not-applied']} ({totals['checkout-applied']} had been "
+          f"placed, {totals['checkout-not-applied']} had not; each retried with its key, one order each)")
     print(f"crash-test: integrity_check ok after {totals['integrity-ok']} of {args.rounds} kills")
     for f in failures[:20]:
         print(f"crash-test: FAIL: {f}")
