@@ -28,18 +28,27 @@ struct CustomerLogTests {
         return ends
     }
 
-    @Test func aLogCutAtEveryByteOfItsLastRecordsLoadsEveryCompleteRecord() throws {
+    /// Every cut offset, once as a file that ends there (an append torn on
+    /// a file without space ahead) and once followed by zeros (torn inside
+    /// the space the log writes ahead of its data).
+    @Test(arguments: [false, true])
+    func aLogCutAtEveryByteOfItsLastRecordsLoadsEveryCompleteRecord(zerosAhead: Bool) throws {
         let dir = try TemporaryDirectory()
         let ends = try Self.write(dir.path)
         let segment = dir.path + "/log-00000000"
-        let whole = try #require(try Files.read(segment))
-        #expect(whole.count == ends[2])
+        let file = try #require(try Files.read(segment))
+        #expect(file.count > ends[2] && file[ends[2]...].allSatisfy { $0 == 0 }, "zeros are written ahead of the data")
+        let whole = Array(file[0..<ends[2]])
         for cut in ends[0]...whole.count {
             let copy = try TemporaryDirectory()
-            try Files.writeAtomically(copy.path + "/log-00000000", Array(whole[0..<cut]))
+            let zeros = zerosAhead ? [UInt8](repeating: 0, count: 4096) : []
+            try Files.writeAtomically(copy.path + "/log-00000000", Array(whole[0..<cut]) + zeros)
             var state = CustomerState()
             let report = try CustomerLog(directory: copy.path).recover(into: &state)
             let version = state.sessions[Self.key]?.carts["s"]?.version
+            // With zeros after it, a record whose missing bytes were zeros is whole again.
+            var cut = cut
+            while zerosAhead && cut < whole.count && whole[cut] == 0 { cut += 1 }
             // Every complete record is kept; the partial one is dropped.
             let expected: UInt64? = cut >= ends[2] ? 2 : cut >= ends[1] ? 1 : nil
             #expect(version == expected, "cut at \(cut)")
@@ -49,8 +58,24 @@ struct CustomerLogTests {
             if torn {
                 // Cut off on disk: the next append follows the last good record.
                 #expect(try Files.read(copy.path + "/log-00000000")?.count == (cut >= ends[1] ? ends[1] : ends[0]))
+                let tornBytes = cut - (cut >= ends[1] ? ends[1] : ends[0])
+                #expect((1...tornBytes).contains(report.droppedTail?.bytes ?? 0), "the torn bytes, not the zeros ahead")
             }
         }
+    }
+
+    @Test func anAppendAfterARestartFollowsTheLastRecordNotTheZerosAhead() throws {
+        let dir = try TemporaryDirectory()
+        _ = try Self.write(dir.path)
+        let log = CustomerLog(directory: dir.path)
+        var state = CustomerState()
+        let report = try log.recover(into: &state)
+        #expect(report.droppedTail == nil, "zeros ahead are not a torn record")
+        try log.append([.cart(Self.key, storeUID: "t", StoredCart(version: 9, lines: []), atUnix: 13)])
+        var reloaded = CustomerState()
+        _ = try CustomerLog(directory: dir.path).recover(into: &reloaded)
+        #expect(reloaded.sessions[Self.key]?.carts["s"]?.version == 2)
+        #expect(reloaded.sessions[Self.key]?.carts["t"]?.version == 9)
     }
 
     @Test func aDamagedRecordInTheMiddleRefusesWithItsOffsetAndRepairCutsThere() throws {

@@ -32,6 +32,8 @@ public final class CustomerLog: @unchecked Sendable {
     /// answer is ~40 KiB).
     static let maximumRecordBytes = 16 << 20
     static let headerBytes = 8
+    /// Zeros kept ahead of the active segment's data (LogFile).
+    let preallocateBytes: Int
 
     public struct Recovery: Sendable, Hashable {
         public var records = 0
@@ -45,6 +47,7 @@ public final class CustomerLog: @unchecked Sendable {
     public init(directory: String, segmentBytes: Int = 64 << 20) {
         self.directory = directory
         self.segmentBytes = segmentBytes
+        preallocateBytes = min(1 << 20, max(segmentBytes, 4096))
     }
 
     static func snapshotName(_ n: Int) -> String { "snapshot-" + padded(n) }
@@ -104,24 +107,26 @@ public final class CustomerLog: @unchecked Sendable {
             report.snapshotRecords = try Self.read(path, isLast: false) { state.apply($0) }.records
         }
         let last = listing.segments.last
+        var lastEnd: Int?
         for n in listing.segments {
             let path = directory + "/" + Self.segmentName(n)
             let r = try Self.read(path, isLast: n == last) { state.apply($0) }
             report.records += r.records
             report.segments += 1
+            lastEnd = r.end
             if let cut = r.tornAt {
-                let size = r.size
                 do {
                     let f = try LogFile(path: path)
                     try f.truncate(to: cut)
                 } catch {
                     throw StorageError("cannot cut the torn last record off \(path): \(error)")
                 }
-                report.droppedTail = .init(file: path, offset: cut, bytes: size - cut)
+                report.droppedTail = .init(file: path, offset: cut, bytes: r.tornBytes)
+                lastEnd = cut
             }
         }
         let number = last ?? base
-        try open(number)
+        try open(number, dataEnd: last == nil ? nil : lastEnd)
         return report
     }
 
@@ -137,10 +142,10 @@ public final class CustomerLog: @unchecked Sendable {
         }
     }
 
-    private func open(_ number: Int) throws(StorageError) {
+    private func open(_ number: Int, dataEnd: Int? = nil) throws(StorageError) {
         let path = directory + "/" + Self.segmentName(number)
         do {
-            active = try LogFile(path: path)
+            active = try LogFile(path: path, dataEnd: dataEnd, preallocateBytes: preallocateBytes)
             try LogFile.syncDirectory(directory)
         } catch {
             throw StorageError("cannot open the customer log segment \(path): \(error)")
@@ -150,14 +155,19 @@ public final class CustomerLog: @unchecked Sendable {
 
     struct ReadResult {
         var records = 0
-        var size = 0
-        /// Where a torn tail starts (last segment only).
+        /// Where the records end (zeros, if any, follow to the end of the file).
+        var end = 0
+        /// Where a torn tail starts (last segment only), and its bytes up to
+        /// the last one that is not zero.
         var tornAt: Int?
+        var tornBytes = 0
     }
 
-    /// Reads every record of the file at `path`. In the last segment a
-    /// record that runs past the end of the file, or zeros to the end, is a
-    /// torn append; anything else that fails is damage.
+    /// Reads every record of the file at `path`. Zeros to the end of the
+    /// file end the data (space written ahead, LogFile). In the last segment
+    /// a record that runs past the end of the file, or whose checksum fails
+    /// with only zeros after it, is a torn append; anything else that fails
+    /// is damage.
     static func read(_ path: String, isLast: Bool, _ visit: (CustomerRecord) -> Void) throws(StorageError) -> ReadResult {
         let bytes: [UInt8]
         do {
@@ -166,7 +176,7 @@ public final class CustomerLog: @unchecked Sendable {
         } catch {
             throw StorageError("cannot read the customer log \(path): \(error)")
         }
-        var result = ReadResult(size: bytes.count)
+        var result = ReadResult()
         var failure: StorageError?
         bytes.withUnsafeBytes { (p: UnsafeRawBufferPointer) in
             var at = 0
@@ -180,8 +190,15 @@ public final class CustomerLog: @unchecked Sendable {
                     visit(record)
                     result.records += 1
                     at = next
+                    result.end = at
+                case .end:
+                    return
                 case .torn:
-                    if isLast { result.tornAt = at } else {
+                    if isLast {
+                        result.tornAt = at
+                        let lastNonZero = p.lastIndex { $0 != 0 } ?? at
+                        result.tornBytes = max(0, lastNonZero + 1 - at)
+                    } else {
                         failure = damage(path, at, "the record is cut short, and this is not the last segment")
                     }
                     return
@@ -197,24 +214,28 @@ public final class CustomerLog: @unchecked Sendable {
 
     enum Frame {
         case record(UnsafeRawBufferPointer, next: Int)
+        /// Only zeros from here to the end of the file.
+        case end
         case torn
         case bad(String)
     }
 
     static func frame(_ p: UnsafeRawBufferPointer, _ at: Int) -> Frame {
         let remaining = p.count - at
-        if remaining < headerBytes { return .torn }
+        if remaining < headerBytes { return p[at...].allSatisfy { $0 == 0 } ? .end : .torn }
         let length = Int(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
         let crc = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: at + 4, as: UInt32.self))
+        if length == 0 && p[at...].allSatisfy({ $0 == 0 }) { return .end }
         if length == 0 || length > maximumRecordBytes {
-            return p[at...].allSatisfy { $0 == 0 } ? .torn : .bad("the record's length \(length) is impossible")
+            return .bad("the record's length \(length) is impossible")
         }
         let end = at + headerBytes + length
         if end > p.count { return .torn }
         let payload = UnsafeRawBufferPointer(rebasing: p[(at + headerBytes)..<end])
         guard CRC32C.checksum(payload) == crc else {
-            // The last record, damaged: an append torn by a crash.
-            if end == p.count { return .torn }
+            // The last record, damaged: an append torn by a crash (nothing
+            // but the zeros written ahead after it).
+            if p[end...].allSatisfy({ $0 == 0 }) { return .torn }
             return .bad("the record's checksum does not match")
         }
         return .record(payload, next: end)
@@ -335,6 +356,7 @@ public final class CustomerLog: @unchecked Sendable {
                         guard CustomerRecordCodec.decode(payload) != nil else { problem = "not a customer record"; return }
                         records += 1
                         at = next
+                    case .end: return
                     case .torn: problem = "cut short"; return
                     case .bad(let why): problem = why; return
                     }
