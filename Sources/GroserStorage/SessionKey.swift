@@ -8,63 +8,83 @@ import CSodium
 /// Every table that refers to a session (sessions, carts, idempotency,
 /// orders) holds this key.
 public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
-    /// 64 lower-case hex digits.
-    public let hex: String
+    /// The hash's 32 bytes, in four words as they lie in memory: hashing and
+    /// comparing a key is four words, not a 64-character string, and making
+    /// one allocates nothing (both showed in the cart path's profile).
+    private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
     /// The key of `token`, as the client sent it (no normalisation: a token
     /// in another case or with extra characters is another token).
     public init(token: String) {
-        hex = Self.hash(Array(token.utf8))
+        Sodium.initialize()
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let rc = withUnsafeMutableBytes(of: &digest) { out in
+            Array(token.utf8).withUnsafeBufferPointer { input in
+                crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                                   input.baseAddress, UInt64(input.count), nil, 0)
+            }
+        }
+        precondition(rc == 0, "crypto_generichash failed")
+        words = digest
     }
 
-    /// A key read back from storage.
-    init(storedHex: String) { hex = storedHex }
+    /// A key read back from storage (64 hex digits).
+    init(storedHex: String) {
+        var bytes = [UInt8](repeating: 0, count: Self.digestBytes)
+        var high: UInt8? = nil
+        var i = 0
+        for c in storedHex.utf8 where i < Self.digestBytes {
+            let v: UInt8 = c <= 57 ? c &- 48 : (c | 0x20) &- 87
+            if let h = high { bytes[i] = h << 4 | v; i += 1; high = nil } else { high = v }
+        }
+        self.init(digest: bytes)
+    }
 
     /// A key from its 32 bytes, as the customer log stores it.
-    init(digest: UnsafeRawBufferPointer) { hex = hexDigits(Array(digest)) }
+    init(digest: UnsafeRawBufferPointer) {
+        precondition(digest.count == Self.digestBytes)
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: digest) }
+    }
+
+    init(digest: [UInt8]) { self = digest.withUnsafeBytes { SessionKey(digest: $0) } }
+
+    public static func == (a: SessionKey, b: SessionKey) -> Bool {
+        a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // The words are a cryptographic hash already; one is spread enough
+        // for a table, and Hasher's seed keeps it unpredictable.
+        hasher.combine(words.0)
+    }
 
     /// The key's 32 bytes.
-    var digest: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(32)
-        var high: UInt8? = nil
-        for c in hex.utf8 {
-            let v: UInt8 = c <= 57 ? c &- 48 : c &- 87
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return out
+    var digest: [UInt8] { withUnsafeBytes(of: words) { Array($0) } }
+
+    /// Appends the key's 32 bytes.
+    func appendDigest(to out: inout [UInt8]) {
+        withUnsafeBytes(of: words) { out.append(contentsOf: $0) }
     }
+
+    /// 64 lower-case hex digits: how SQLite's tables hold the key.
+    public var hex: String { hexDigits(digest) }
 
     /// Which of `count` shards holds this session: the hash's first byte.
     public func shard(of count: Int) -> Int {
-        var it = hex.utf8.makeIterator()
-        let a = it.next() ?? 48, b = it.next() ?? 48
-        let hi = Int(a <= 57 ? a - 48 : a - 87), lo = Int(b <= 57 ? b - 48 : b - 87)
-        return (hi << 4 | lo) % max(1, count)
+        let first = withUnsafeBytes(of: words) { $0[0] }
+        return Int(first) % max(1, count)
     }
 
     public var description: String { "session " + hex.prefix(8) + "…" }
 
     private static let digestBytes = 32
 
-    static func hash(_ bytes: [UInt8]) -> String {
-        Sodium.initialize()
-        var digest = [UInt8](repeating: 0, count: digestBytes)
-        let rc = digest.withUnsafeMutableBufferPointer { out in
-            bytes.withUnsafeBufferPointer { input in
-                crypto_generichash(out.baseAddress!, out.count, input.baseAddress, UInt64(input.count), nil, 0)
-            }
-        }
-        precondition(rc == 0, "crypto_generichash failed")
-        return hexDigits(digest)
-    }
-
     /// True when the two keys are equal, compared in constant time
     /// (sodium_memcmp), whatever their contents.
     public func matches(_ other: SessionKey) -> Bool {
-        let a = Array(hex.utf8), b = Array(other.hex.utf8)
-        guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 } }
+        withUnsafeBytes(of: words) { x in
+            withUnsafeBytes(of: other.words) { y in sodium_memcmp(x.baseAddress, y.baseAddress, x.count) == 0 }
+        }
     }
 }
 

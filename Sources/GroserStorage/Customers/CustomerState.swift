@@ -133,7 +133,7 @@ enum CustomerRecordCodec {
         }
     }
 
-    private static func key32(_ k: SessionKey, _ out: inout [UInt8]) { out.append(contentsOf: k.digest) }
+    private static func key32(_ k: SessionKey, _ out: inout [UInt8]) { k.appendDigest(to: &out) }
     private static func u32(_ v: UInt32, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
     private static func u64(_ v: UInt64, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
     private static func i64(_ v: Int64, _ out: inout [UInt8]) { u64(UInt64(bitPattern: v), &out) }
