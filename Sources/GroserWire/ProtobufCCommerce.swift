@@ -277,7 +277,10 @@ extension BodyEncoder {
     }
 
     /// The CartResponse body (the same message for GetCart and every mutation).
-    public static func cart(_ v: Cart) -> [UInt8] {
+    public static func cart(_ v: Cart) -> [UInt8] { CartBodyWriter.cartResponse(v) }
+
+    /// The same body through protobuf-c: what `cart(_:)` is checked against.
+    static func cartThroughProtobufC(_ v: Cart) -> [UInt8] {
         let arena = Arena()
         let p = arena.message(Groser__V1__CartResponse.self) { p in
             groser__v1__cart_response__init(p)
