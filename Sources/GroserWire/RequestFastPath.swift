@@ -1,6 +1,6 @@
 /// A reader for the requests clients send most (ServerInfo, ListCities,
-/// GetStore, GetShelf with plain fields), straight from the frame with no
-/// allocation: protobuf-c's unpack mallocs every message and string and
+/// GetStore, GetShelf, AddItem and SetQuantity with plain fields), straight
+/// from the frame with no allocation but the strings it returns: protobuf-c's unpack mallocs every message and string and
 /// costs more than answering from the encoded catalog. It answers nil for
 /// anything it is not sure of (another method, an unknown or repeated
 /// field, a string with a NUL, a malformed byte), and the caller then uses
@@ -14,6 +14,8 @@ extension Request {
     private static let listCitiesTag: UInt64 = 11 << 3 | 2
     private static let getStoreTag: UInt64 = 12 << 3 | 2
     private static let getShelfTag: UInt64 = 13 << 3 | 2
+    private static let addItemTag: UInt64 = 16 << 3 | 2
+    private static let setQuantityTag: UInt64 = 17 << 3 | 2
 
     /// The request in `bytes` (a frame's body), or nil: then use `decode`.
     public static func decodeCommonMethod(_ bytes: UnsafeRawBufferPointer) -> Request? {
@@ -23,8 +25,8 @@ extension Request {
         var method: RequestMethod?
         var seenID = false, seenDeadline = false
         while !reader.atEnd {
-            // Every tag read here is one byte; a longer one is another field.
-            guard let tag = reader.varint(maxBytes: 1) else { return nil }
+            // Every tag read here fits two bytes; a longer one is another field.
+            guard let tag = reader.varint(maxBytes: 2) else { return nil }
             switch tag {
             case idTag:
                 guard !seenID, let v = reader.varint(maxBytes: 9) else { return nil }
@@ -43,6 +45,11 @@ extension Request {
             case getShelfTag:
                 guard method == nil, let body = reader.lengthDelimited(), let m = getShelf(body) else { return nil }
                 method = m
+            case addItemTag, setQuantityTag:
+                guard method == nil, let body = reader.lengthDelimited(), let item = cartItem(body) else { return nil }
+                method = tag == addItemTag
+                    ? .addItem(item.cart, productUID: item.product, quantity: item.quantity)
+                    : .setQuantity(item.cart, productUID: item.product, quantity: item.quantity)
             default:
                 return nil
             }
@@ -78,6 +85,59 @@ extension Request {
             }
         }
         return .getStore(selector: selector, includeProducts: includeProducts, knownStoreVersion: known)
+    }
+
+    /// AddItemRequest and SetQuantityRequest (the same fields); nil without
+    /// the cart mutation, which protobuf-c's reading fills in otherwise.
+    private static func cartItem(_ bytes: UnsafeRawBufferPointer) -> (cart: CartMutation, product: String, quantity: UInt32)? {
+        var reader = FastWireReader(bytes)
+        var cart: CartMutation?
+        var product: String?
+        var quantity: UInt32?
+        while !reader.atEnd {
+            guard let tag = reader.varint(maxBytes: 1) else { return nil }
+            switch tag {
+            case 1 << 3 | 2:
+                guard cart == nil, let body = reader.lengthDelimited(), let m = cartMutation(body) else { return nil }
+                cart = m
+            case 2 << 3 | 2:
+                guard product == nil, let text = reader.string() else { return nil }
+                product = text
+            case 3 << 3 | 0:
+                guard quantity == nil, let v = reader.varint(maxBytes: 5), v <= UInt64(UInt32.max) else { return nil }
+                quantity = UInt32(v)
+            default:
+                return nil
+            }
+        }
+        guard let cart else { return nil }
+        return (cart, product ?? "", quantity ?? 0)
+    }
+
+    private static func cartMutation(_ bytes: UnsafeRawBufferPointer) -> CartMutation? {
+        var reader = FastWireReader(bytes)
+        var session: String?, store: String?, key: String?
+        var version: UInt64?
+        while !reader.atEnd {
+            guard let tag = reader.varint(maxBytes: 1) else { return nil }
+            switch tag {
+            case 1 << 3 | 2:
+                guard session == nil, let text = reader.string() else { return nil }
+                session = text
+            case 2 << 3 | 2:
+                guard store == nil, let text = reader.string() else { return nil }
+                store = text
+            case 3 << 3 | 2:
+                guard key == nil, let text = reader.string() else { return nil }
+                key = text
+            case 4 << 3 | 0:
+                guard version == nil, let v = reader.varint(maxBytes: 10) else { return nil }
+                version = v
+            default:
+                return nil
+            }
+        }
+        return CartMutation(session: session ?? "", storeUID: store ?? "", idempotencyKey: key ?? "", expectedVersion: version ?? 0)
     }
 
     private static func getShelf(_ bytes: UnsafeRawBufferPointer) -> RequestMethod? {

@@ -25,6 +25,14 @@ struct RequestFastPathTests {
         Request(id: 11, method: .getStore(selector: nil, includeProducts: true)),
         Request(id: 0, method: .getShelf(shelfUID: "shf-spb-1-01-1")),
         Request(id: UInt64.max >> 8, deadlineMilliseconds: UInt32.max, method: .getShelf(shelfUID: "")),
+        Request(id: 12, method: .addItem(CartMutation(session: "0123456789abcdef0123456789abcdef", storeUID: "store-spb-1"),
+                                         productUID: "prd-spb-1-17", quantity: 1)),
+        Request(id: 13, deadlineMilliseconds: 500, method: .addItem(
+            CartMutation(session: "s", storeUID: "store-spb-1", idempotencyKey: "k-1", expectedVersion: UInt64.max),
+            productUID: "Молоко", quantity: UInt32.max)),
+        Request(id: 14, method: .setQuantity(CartMutation(session: "s", storeUID: ""), productUID: "p", quantity: 0)),
+        Request(id: 15, method: .setQuantity(CartMutation(session: "", storeUID: "", idempotencyKey: "ключ", expectedVersion: 3),
+                                             productUID: "", quantity: 128)),
     ]
 
     @Test(arguments: common)
@@ -51,16 +59,18 @@ struct RequestFastPathTests {
 
     @Test func randomBytesNearValidRequestsNeverDisagree() throws {
         var rng = SplitMix(state: 0x67_726f_7365_72)
-        var read = 0
+        var read = 0, readCart = 0
         for round in 0..<20_000 {
             var bytes = Self.randomRequestBytes(&rng)
             if round % 2 == 1 { Self.mutate(&bytes, &rng) }
             guard let fast = bytes.withUnsafeBytes({ Request.decodeCommonMethod($0) }) else { continue }
             read += 1
+            switch fast.method { case .addItem, .setQuantity: readCart += 1; default: break }
             let slow = try? Request.decode(bytes)
             #expect(slow == fast, "bytes \(bytes)")
         }
         #expect(read > 5_000, "the fast path reads most valid requests")
+        #expect(readCart > 1_000, "AddItem and SetQuantity among them: \(readCart)")
     }
 
     /// Fields of a Request in random order, some left out, some odd.
@@ -70,7 +80,11 @@ struct RequestFastPathTests {
         if Bool.random(using: &rng) { fields.append([0x10] + varint(UInt64.random(in: 0...(1 << 36), using: &rng))) }
         let pool: [[UInt8]] = [Array("SPB".utf8), Array("spb".utf8), [], Array("Москва".utf8), [0xff, 0xfe], Array("shf-1".utf8)]
         func text() -> [UInt8] { pool[Int.random(in: 0..<pool.count, using: &rng)] }
-        switch Int.random(in: 0..<5, using: &rng) {
+        func stringField(_ number: Int) -> [UInt8] {
+            let s = text()
+            return [UInt8(number << 3 | 2)] + varint(UInt64(s.count)) + s
+        }
+        switch Int.random(in: 0..<7, using: &rng) {
         case 0: fields.append([0x52, 0x00])
         case 1: fields.append([0x5a, 0x00])
         case 2:
@@ -87,6 +101,20 @@ struct RequestFastPathTests {
             let s = text()
             let body = [0x0a] + varint(UInt64(s.count)) + s
             fields.append([0x6a] + varint(UInt64(body.count)) + body)
+        case 4, 5:
+            // AddItem (16) or SetQuantity (17): a cart mutation, a product, a quantity.
+            var mutation: [[UInt8]] = []
+            for n in 1...3 where Bool.random(using: &rng) { mutation.append(stringField(n)) }
+            if Bool.random(using: &rng) { mutation.append([0x20] + varint(UInt64.random(in: 0...UInt64.max, using: &rng) >> UInt64.random(in: 0...63, using: &rng))) }
+            mutation.shuffle(using: &rng)
+            let m = mutation.flatMap { $0 }
+            var inner: [[UInt8]] = []
+            if Int.random(in: 0..<8, using: &rng) > 0 { inner.append([0x0a] + varint(UInt64(m.count)) + m) }
+            if Bool.random(using: &rng) { inner.append(stringField(2)) }
+            if Bool.random(using: &rng) { inner.append([0x18] + varint(UInt64.random(in: 0...(1 << 33), using: &rng) >> UInt64.random(in: 0...33, using: &rng))) }
+            inner.shuffle(using: &rng)
+            let body = inner.flatMap { $0 }
+            fields.append([0x82 + (Int.random(in: 4...5, using: &rng) == 5 ? 8 : 0), 0x01] + varint(UInt64(body.count)) + body)
         default:
             break
         }
