@@ -204,13 +204,20 @@ final class CustomerShard: @unchecked Sendable {
     /// it (the connection is the transaction's). A failed read is kept in
     /// `lookupFailure` and turns the request's answer into UNAVAILABLE.
     private func lookup(_ tx: (any CommerceTransaction)?) -> CartRules.Lookup {
-        { [self] uid in
+        // A request asks for the same product several times (the rule, the
+        // check for removed products, the view): the last answer is kept.
+        var last: (uid: String, product: ProductRecord?)?
+        return { [self] uid in
+            if let last, last.uid == uid { return last.product }
             do {
+                let product: ProductRecord?
                 if let tx {
-                    if let known = cache.known(uid) { return known }
-                    return try tx.product(uid)
+                    if let known = cache.known(uid) { product = known } else { product = try tx.product(uid) }
+                } else {
+                    product = try cache.product(uid)
                 }
-                return try cache.product(uid)
+                last = (uid, product)
+                return product
             } catch let error as StorageError {
                 lookupFailure = error
             } catch {
@@ -306,12 +313,14 @@ final class CustomerShard: @unchecked Sendable {
 
     /// The shared path of every cart mutation: session and store checks,
     /// idempotency, the version check, the change, the new version, the answer.
-    private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: String, _ key: SessionKey?,
+    private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                         _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?,
                         change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
         let (key, session) = try checkSession(key, overlay)
         try checkStore(m.storeUID, catalog)
-        let print = "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint)"
+        // Only a request with an idempotency key needs its fingerprint (the
+        // string building showed in the profile of keyless adds).
+        let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
         if let replay = try replay(session, m.idempotencyKey, print, now) { return replay }
         let cart = session.carts[m.storeUID] ?? StoredCart()
         try context.rules.checkVersion(cart, expected: m.expectedVersion)
