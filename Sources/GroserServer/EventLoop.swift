@@ -32,6 +32,7 @@ final class EventLoop: @unchecked Sendable {
     private let openConnections: ConnectionCount
     /// Bytes in unfinished frames across all loops, for `--max-unfinished-frame-bytes`.
     private let unfinished: UnfinishedFrames
+    private let handoff: ConnectionHandoff
     /// The largest holding this loop has published to `unfinished` (may be
     /// stale on the high side until the next `enforceBudget`).
     @exclusivity(unchecked) private var publishedLargestHolding = 0
@@ -53,7 +54,7 @@ final class EventLoop: @unchecked Sendable {
     private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
-         logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames,
+         logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
          stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
@@ -63,6 +64,7 @@ final class EventLoop: @unchecked Sendable {
         self.logger = logger
         self.openConnections = openConnections
         self.unfinished = unfinished
+        self.handoff = handoff
         self.stopping = stopping
         epoll = try Epoll()
         wakeup = try EventFD()
@@ -114,6 +116,7 @@ final class EventLoop: @unchecked Sendable {
                     case Self.listenerToken: acceptAll()
                     case Self.wakeToken:
                         wakeup.drain()
+                        for socket in handoff.take(for: index) { adopt(socket) }
                         if unfinished.takeCheckRequest(loop: index) { budgetCheckDue = true }
                         deliverAnswers()
                     default: handleEvents(fd: Int32(truncatingIfNeeded: token), events: events)
@@ -133,7 +136,8 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Accepting
 
     private func acceptAll() {
-        // Bounded, so one loop does not take every connection of a burst.
+        // Bounded, so one loop does not spend a whole burst accepting; the
+        // connections go round robin to every loop (ConnectionHandoff).
         for _ in 0..<64 {
             let accepted: Socket?
             do {
@@ -155,20 +159,30 @@ final class EventLoop: @unchecked Sendable {
                 refuse(socket)
                 continue
             }
-            nextSerial += 1
-            let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: nextSerial,
-                                        maximumFrameBytes: config.maximumFrameBytes, now: monotonicNanoseconds())
-            do {
-                try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
-            } catch {
-                logger.warning("loop \(index): cannot watch a new connection: \(error)")
-                openConnections.value.subtract(1, ordering: .relaxed)
-                socket.close()
+            let owner = handoff.nextLoop()
+            if owner != index {
+                handoff.give(socket, to: owner)
                 continue
             }
-            connections[socket.descriptor] = connection
-            logger.debug("loop \(index): connection \(socket.descriptor) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
+            adopt(socket)
         }
+    }
+
+    /// Starts serving an accepted connection on this loop.
+    private func adopt(_ socket: Socket) {
+        nextSerial += 1
+        let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: nextSerial,
+                                    maximumFrameBytes: config.maximumFrameBytes, now: monotonicNanoseconds())
+        do {
+            try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
+        } catch {
+            logger.warning("loop \(index): cannot watch a new connection: \(error)")
+            openConnections.value.subtract(1, ordering: .relaxed)
+            socket.close()
+            return
+        }
+        connections[socket.descriptor] = connection
+        logger.debug("loop \(index): connection \(socket.descriptor) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
     }
 
     /// Over `--max-connections`: one UNAVAILABLE frame (if the socket takes
@@ -591,6 +605,10 @@ final class EventLoop: @unchecked Sendable {
     /// up to three seconds in all), close.
     private func drainAndClose() {
         stopListening()
+        for socket in handoff.take(for: index) {
+            openConnections.value.subtract(1, ordering: .relaxed)
+            socket.close()
+        }
         let deadline = monotonicNanoseconds() + 3_000_000_000
         for connection in Array(connections.values)
         where !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {

@@ -56,13 +56,15 @@ public final class Server: Sendable {
             throw ServerError("cannot start the commit thread: \(error)")
         }
         let unfinished = UnfinishedFrames(limit: config.maximumUnfinishedFrameBytes, loops: max(1, config.threads))
+        let handoff = ConnectionHandoff(loops: max(1, config.threads))
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
-                                           logger: logger, openConnections: openConnections, unfinished: unfinished,
+                                           logger: logger, openConnections: openConnections, unfinished: unfinished, handoff: handoff,
                                            stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
             unfinished.attach(wakers: loops.map { loop in { loop.wake() } })
+            handoff.attach(wakers: loops.map { loop in { loop.wake() } })
             for loop in loops {
                 threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })
             }
