@@ -64,6 +64,21 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         return takeLocked(limit)
     }
 
+    /// Waits until at least `count` elements are queued, the queue is
+    /// closed, or `timeoutNanoseconds` passed; takes nothing.
+    public func wait(forAtLeast count: Int, timeoutNanoseconds: UInt64) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard items.count - head < count && !closed else { return }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let total = UInt64(now.tv_nsec) + timeoutNanoseconds
+        var until = timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+        while items.count - head < count && !closed {
+            if pthread_cond_timedwait(condition, mutex, &until) == ETIMEDOUT { break }
+        }
+    }
+
     /// True once `close` was called.
     public var isClosed: Bool {
         pthread_mutex_lock(mutex)

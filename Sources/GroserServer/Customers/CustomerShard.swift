@@ -100,9 +100,19 @@ final class CustomerShard: @unchecked Sendable {
     private let stopFlag = Locked(false)
     func stopDropping() { stopFlag.withLock { $0 = true } }
 
+    /// How long a shard waits for the clients it just answered to send
+    /// again before it starts the next batch (PostgreSQL's commit_delay):
+    /// without it, the requests that arrived during one fdatasync went
+    /// alone into the next, and at c=50 P=1 every client waited for two
+    /// fdatasyncs per request (batches alternating between about 4 and 21).
+    static let gatherNanoseconds: UInt64 = 150_000
+
     func run() {
+        var answered = 0
         while true {
+            if answered > 1 { queue.wait(forAtLeast: answered, timeoutNanoseconds: Self.gatherNanoseconds) }
             let jobs = queue.take(upTo: Self.batchLimit, timeoutNanoseconds: 1_000_000_000)
+            answered = jobs.count
             if jobs.isEmpty {
                 if queue.isClosed { return }
                 sweepIfDue()
