@@ -432,8 +432,14 @@ final class EventLoop: @unchecked Sendable {
         let serial = connection.serial
         var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
                               receivedAt: receivedAt) { [self] frame in
-            inbox.withLock { $0.append((fd, serial, slot, frame)) }
-            wakeup.signal()
+            // One wakeup per batch of answers, not per answer (a write
+            // syscall each): the loop takes the whole inbox when it wakes,
+            // so only the answer that finds it empty needs to wake it.
+            let first = inbox.withLock { inbox in
+                inbox.append((fd, serial, slot, frame))
+                return inbox.count == 1
+            }
+            if first { wakeup.signal() }
         }
         job.connection = connection.token
         if !commits.submit(job) {
