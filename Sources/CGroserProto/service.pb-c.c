@@ -1003,7 +1003,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[18] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[22] =
 {
   {
     "id",
@@ -1221,6 +1221,54 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[18]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "register",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, register_),
+    &groser__v1__register_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "login",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, login),
+    &groser__v1__login_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "logout",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, logout),
+    &groser__v1__logout_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "who_am_i",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, who_am_i),
+    &groser__v1__who_am_irequest__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -1236,17 +1284,21 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
   15,   /* field[15] = list_products */
+  19,   /* field[19] = login */
+  20,   /* field[20] = logout */
   6,   /* field[6] = open_session */
+  18,   /* field[18] = register */
   10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
   14,   /* field[14] = set_product */
   9,   /* field[9] = set_quantity */
+  21,   /* field[21] = who_am_i */
 };
 static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 18 }
+  { 0, 22 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -1256,14 +1308,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  18,
+  22,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[18] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[22] =
 {
   {
     "id",
@@ -1481,6 +1533,54 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[18
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "register",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, register_),
+    &groser__v1__register_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "login",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, login),
+    &groser__v1__login_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "logout",
+    28,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, logout),
+    &groser__v1__logout_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "who_am_i",
+    29,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, who_am_i),
+    &groser__v1__who_am_iresponse__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -1495,18 +1595,22 @@ static const unsigned groser__v1__response__field_indices_by_name[] = {
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
   15,   /* field[15] = list_products */
+  19,   /* field[19] = login */
+  20,   /* field[20] = logout */
   6,   /* field[6] = open_session */
+  18,   /* field[18] = register */
   10,   /* field[10] = remove_item */
   2,   /* field[2] = server_info */
   14,   /* field[14] = set_product */
   9,   /* field[9] = set_quantity */
   1,   /* field[1] = status */
+  21,   /* field[21] = who_am_i */
 };
 static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 18 }
+  { 0, 22 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1516,7 +1620,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  18,
+  22,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,

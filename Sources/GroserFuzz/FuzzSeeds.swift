@@ -79,6 +79,17 @@ public enum FuzzSeeds {
                     card: card, idempotencyKey: "pay-1"))),
                 Request(id: 26, method: .listOrders(session: session)),
             ])),
+            ("flow-accounts", frames([
+                Request(id: 61, method: .register(Registration(email: "Fuzz@Example.com", password: "fuzz password", name: "Fuzz"))),
+                Request(id: 62, method: .register(Registration(email: "bad", password: "short", name: ""))),
+                Request(id: 63, method: .addItem(cart("acc-a"), productUID: a, quantity: 2)),
+                Request(id: 64, method: .login(LoginDetails(email: "fuzz@example.com", password: "wrong", guestSession: session))),
+                Request(id: 65, method: .login(LoginDetails(email: "fuzz@example.com", password: "fuzz password",
+                                                            guestSession: session, idempotencyKey: "login-65"))),
+                Request(id: 66, method: .whoAmI(session: session)),
+                Request(id: 67, method: .logout(session: session)),
+                Request(id: 68, method: .logout(session: "")),
+            ])),
             ("flow-cart-rules", frames([
                 Request(id: 31, method: .addItem(cart("x"), productUID: a, quantity: 98)),
                 Request(id: 32, method: .addItem(cart("x"), productUID: a, quantity: 98)),
@@ -140,25 +151,5 @@ public enum FuzzSeeds {
         return names
     }
 
-    static func methodName(_ method: RequestMethod) -> String {
-        switch method {
-        case .serverInfo: "ServerInfo"
-        case .listCities: "ListCities"
-        case .getStore: "GetStore"
-        case .getShelf: "GetShelf"
-        case .listProducts: "ListProducts"
-        case .importCatalog: "ImportCatalog"
-        case .exportCatalog: "ExportCatalog"
-        case .openSession: "OpenSession"
-        case .getCart: "GetCart"
-        case .addItem: "AddItem"
-        case .setQuantity: "SetQuantity"
-        case .removeItem: "RemoveItem"
-        case .clearCart: "ClearCart"
-        case .checkout: "Checkout"
-        case .listOrders: "ListOrders"
-        case .setProduct: "SetProduct"
-        case .unknown: "none"
-        }
-    }
+    static func methodName(_ method: RequestMethod) -> String { method.field?.methodName ?? "none" }
 }

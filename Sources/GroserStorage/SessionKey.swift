@@ -28,6 +28,25 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
         words = digest
     }
 
+    /// The key of the account with this (normalised) email: BLAKE2b-256
+    /// keyed with a fixed domain string, so that no token a client sends
+    /// hashes to it (a token's key is the unkeyed hash).
+    public init(accountEmail email: String) {
+        Sodium.initialize()
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let domain = Array("groser.v1 account".utf8)
+        let rc = withUnsafeMutableBytes(of: &digest) { out in
+            Array(email.utf8).withUnsafeBufferPointer { input in
+                domain.withUnsafeBufferPointer { key in
+                    crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                                       input.baseAddress, UInt64(input.count), key.baseAddress, key.count)
+                }
+            }
+        }
+        precondition(rc == 0, "crypto_generichash failed")
+        words = digest
+    }
+
     /// A key read back from storage (64 hex digits).
     init(storedHex: String) {
         var bytes = [UInt8](repeating: 0, count: Self.digestBytes)

@@ -28,6 +28,10 @@ public enum RequestMethod: Sendable, Hashable {
     case checkout(CheckoutDetails)
     case listOrders(session: String)
     case setProduct(ProductUpdate)
+    case register(Registration)
+    case login(LoginDetails)
+    case logout(session: String)
+    case whoAmI(session: String)
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -168,6 +172,10 @@ public enum ResponseBody: Sendable, Hashable {
     case checkout(Order)
     case listOrders([Order])
     case setProduct(ProductUpdateResult)
+    case register(Account)
+    case login(LoginResult)
+    case logout
+    case whoAmI(Identity)
 }
 
 /// A server-to-client frame's message.
@@ -194,5 +202,35 @@ public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible 
     public init(_ description: String, tooManyFields: Bool = false) {
         self.description = description
         self.tooManyFields = tooManyFields
+    }
+}
+
+extension RequestMethod {
+    /// The method's field number in `Request.method` (and of its answer in
+    /// `Response.body`); nil for `.unknown`.
+    public var field: MethodField? {
+        switch self {
+        case .serverInfo: .serverInfo
+        case .listCities: .listCities
+        case .getStore: .getStore
+        case .getShelf: .getShelf
+        case .listProducts: .listProducts
+        case .importCatalog: .importCatalog
+        case .exportCatalog: .exportCatalog
+        case .openSession: .openSession
+        case .getCart: .getCart
+        case .addItem: .addItem
+        case .setQuantity: .setQuantity
+        case .removeItem: .removeItem
+        case .clearCart: .clearCart
+        case .checkout: .checkout
+        case .listOrders: .listOrders
+        case .setProduct: .setProduct
+        case .register: .register
+        case .login: .login
+        case .logout: .logout
+        case .whoAmI: .whoAmI
+        case .unknown: nil
+        }
     }
 }

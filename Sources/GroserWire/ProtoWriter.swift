@@ -97,6 +97,10 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case listProducts = 23
     case importCatalog = 24
     case exportCatalog = 25
+    case register = 26
+    case login = 27
+    case logout = 28
+    case whoAmI = 29
 
     /// The method's name as ServerInfo lists it.
     public var methodName: String {
@@ -117,6 +121,10 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
         case .listProducts: "ListProducts"
         case .importCatalog: "ImportCatalog"
         case .exportCatalog: "ExportCatalog"
+        case .register: "Register"
+        case .login: "Login"
+        case .logout: "Logout"
+        case .whoAmI: "WhoAmI"
         }
     }
 }

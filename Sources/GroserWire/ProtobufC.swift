@@ -349,7 +349,7 @@ extension Request {
             case .unknown:
                 break
             default:
-                _ = arena.commerceMethod(method, into: p)
+                if !arena.commerceMethod(method, into: p) { _ = arena.accountMethod(method, into: p) }
             }
         }
         return withMessage(p, pack)
@@ -452,7 +452,7 @@ extension Request {
             method = .listProducts(ProductPageRequest(storeUID: str(g.store_uid), shelfUID: str(g.shelf_uid),
                                                       pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
-            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? .unknown
+            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -509,7 +509,7 @@ extension Response {
                                              nextPageToken: str(b.next_page_token), storeVersion: b.store_version,
                                              totalSize: b.total_size))
         default:
-            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? .none
+            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? .none
         }
         return Response(id: c.id, status: status, body: body)
     }
@@ -542,6 +542,10 @@ extension Response {
         case .checkout(let v): ResponseFrameWriter.appendOK(id: id, field: .checkout, body: BodyEncoder.checkout(v), to: &out)
         case .listOrders(let v): ResponseFrameWriter.appendOK(id: id, field: .listOrders, body: BodyEncoder.listOrders(v), to: &out)
         case .setProduct(let v): ResponseFrameWriter.appendOK(id: id, field: .setProduct, body: BodyEncoder.setProduct(v), to: &out)
+        case .register(let v): ResponseFrameWriter.appendOK(id: id, field: .register, body: BodyEncoder.register(v), to: &out)
+        case .login(let v): ResponseFrameWriter.appendOK(id: id, field: .login, body: BodyEncoder.login(v), to: &out)
+        case .logout: ResponseFrameWriter.appendOK(id: id, field: .logout, body: BodyEncoder.logout(), to: &out)
+        case .whoAmI(let v): ResponseFrameWriter.appendOK(id: id, field: .whoAmI, body: BodyEncoder.whoAmI(v), to: &out)
         }
         return out
     }

@@ -55,7 +55,8 @@ do {
     let customers = try CustomerService(CustomerService.Options(
         directory: config.customerDirectory, shards: config.customerShards, segmentBytes: config.logSegmentBytes,
         lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
-        limits: CartLimits(maximumQuantity: config.maximumQuantity)), catalog: service, orders: store, logger: logger)
+        limits: CartLimits(maximumQuantity: config.maximumQuantity),
+        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer)), catalog: service, orders: store, logger: logger)
     let created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
                          logger: logger)
     signals = TerminationSignals(stop: { [logger] name in

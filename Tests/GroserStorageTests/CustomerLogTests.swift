@@ -127,6 +127,40 @@ struct CustomerLogTests {
         #expect(reloaded.sessions.count == 50)
     }
 
+    @Test func accountRecordsSurviveTheLogAndASnapshot() throws {
+        let dir = try TemporaryDirectory()
+        let log = CustomerLog(directory: dir.path, segmentBytes: 1)
+        var state = CustomerState()
+        _ = try log.recover(into: &state)
+        let owner = SessionKey(accountEmail: "ann@example.com")
+        let bound = SessionKey(token: "bound"), guest = SessionKey(token: "guest")
+        let answer = StoredAnswer(IdempotentAnswer(fingerprint: "login|", field: 27, body: [1, 2, 3]), atUnix: 50)
+        let records: [CustomerRecord] = [
+            .account(owner, AccountRecord(email: "ann@example.com", name: "Ann", passwordHash: "$argon2id$v=19$x", createdAtUnix: 40)),
+            .cart(owner, storeUID: "s", StoredCart(version: 2, lines: [CartLineRecord(productUID: "p", quantity: 3, seenPriceMinorUnits: 9)]), atUnix: 41),
+            .boundSession(bound, owner: owner, createdAtUnix: 42),
+            .session(guest, createdAtUnix: 43),
+            .sealed(guest, owner: owner),
+            .absorbed(owner: owner, guest: guest, answer),
+        ]
+        var expected = CustomerState()
+        for r in records { try log.append([r]); expected.apply(r); _ = try log.checkpointDue() }
+        #expect(SessionKey(accountEmail: "ann@example.com") != SessionKey(token: "ann@example.com"), "no token hashes to an account's key")
+        var reloaded = CustomerState()
+        _ = try CustomerLog(directory: dir.path).recover(into: &reloaded)
+        #expect(reloaded.sessions == expected.sessions)
+        _ = try log.compact { _ in }
+        var fromSnapshot = CustomerState()
+        _ = try CustomerLog(directory: dir.path).recover(into: &fromSnapshot)
+        #expect(fromSnapshot.sessions == expected.sessions, "the snapshot writes every kind back")
+        #expect(fromSnapshot.sessions[owner]?.account?.name == "Ann")
+        #expect(fromSnapshot.sessions[bound]?.owner == owner && fromSnapshot.sessions[guest]?.sealedInto == owner)
+        // Accounts never expire for idleness; their sessions do.
+        _ = fromSnapshot.expire(nowUnix: 1_000_000, answerLifetime: 10, idleLifetime: 10)
+        #expect(fromSnapshot.sessions[owner] != nil && fromSnapshot.sessions[bound] == nil)
+        #expect(fromSnapshot.sessions[owner]?.absorbed.isEmpty == true, "merge answers expire like idempotency answers")
+    }
+
     @Test func expiryDropsOldAnswersAndIdleSessions() {
         var state = CustomerState()
         let a = SessionKey(token: "a"), b = SessionKey(token: "b")

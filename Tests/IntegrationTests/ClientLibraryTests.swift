@@ -79,7 +79,8 @@ struct ClientLibraryTests {
         #expect(info.serverVersion.hasPrefix("groserd "))
         #expect(info.methods == ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart",
                                  "AddItem", "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders",
-                                 "SetProduct", "ListProducts", "ImportCatalog", "ExportCatalog"])
+                                 "SetProduct", "ListProducts", "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout",
+                                 "WhoAmI"])
         #expect(info.catalogVersion >= 1)
         #expect(info.uptimeMilliseconds < 600_000)
     }

@@ -32,7 +32,7 @@ READY_TIMEOUT = 10.0
 EXIT_TIMEOUT = 10.0
 METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
               "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts",
-              "ImportCatalog", "ExportCatalog"]
+              "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout", "WhoAmI"]
 
 
 class Daemon:

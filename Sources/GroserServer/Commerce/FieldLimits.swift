@@ -43,8 +43,10 @@ public enum FieldLimits {
                 ?? over("delivery_address", d.deliveryAddress, deliveryAddress)
                 ?? over("card.number", d.card.number, cardNumber) ?? over("card.cvc", d.card.cvc, cvc)
                 ?? over("card.holder_name", d.card.holderName, holderName)
-        case .listOrders(let s):
+        case .listOrders(let s), .logout(let s), .whoAmI(let s):
             return over("session", s, session)
+        case .login(let d):
+            return over("session", d.guestSession, session) ?? over("idempotency_key", d.idempotencyKey, idempotencyKey)
         case .setProduct(let u):
             return over("product_uid", u.productUID, uid)
         default:

@@ -12,6 +12,7 @@ public final class CustomerService: Sendable {
     private let compactions = BlockingQueue<Int>()
     private let logger: Logger
     private let nextOpen = Locked(0)
+    let accounts: AccountService
 
     public struct Options: Sendable {
         public var directory: String
@@ -20,8 +21,11 @@ public final class CustomerService: Sendable {
         public var segmentBytes: Int
         public var lifetimes: CustomerLifetimes
         public var limits: CartLimits
+        public var loginThrottle: LoginThrottle.Limits
         public init(directory: String, shards: Int = 2, segmentBytes: Int = 64 << 20,
-                    lifetimes: CustomerLifetimes = CustomerLifetimes(), limits: CartLimits = CartLimits()) {
+                    lifetimes: CustomerLifetimes = CustomerLifetimes(), limits: CartLimits = CartLimits(),
+                    loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits()) {
+            self.loginThrottle = loginThrottle
             self.directory = directory
             self.shards = shards
             self.segmentBytes = segmentBytes
@@ -39,7 +43,7 @@ public final class CustomerService: Sendable {
     public init(stores: [any CustomerStore], rules: CartRules, lifetimes: CustomerLifetimes, catalog: CatalogService,
                 orders: any CommerceStore,
                 products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
-                logger: Logger,
+                logger: Logger, loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits(),
                 yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                 unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
         self.logger = logger
@@ -47,6 +51,8 @@ public final class CustomerService: Sendable {
                                    lifetimes: lifetimes, yearMonth: yearMonth, unixTime: unixTime, logger: logger)
         let count = stores.count
         shards = stores.enumerated().map { CustomerShard(index: $0.offset, count: count, store: $0.element, context: context) }
+        accounts = AccountService(shards: shards, rules: AccountRules(limits: rules.limits), throttle: loginThrottle,
+                                  workers: 2, logger: logger)
         let started = monotonicNanoseconds()
         let results = Locked<[Int: Result<String, StorageError>]>([:])
         var loaders: [OSThread] = []
@@ -69,6 +75,7 @@ public final class CustomerService: Sendable {
             case nil: throw StorageError("shard \(i) did not load")
             }
         }
+        AccountService.finishMerges(shards, logger: logger)
         logger.info("customer state loaded in \((monotonicNanoseconds() - started) / 1_000_000) ms: \(shards.reduce(0) { $0 + $1.sessionCount }) session(s) in \(count) shard(s)")
         catalog.subscribe { [shards] change in for s in shards { s.catalogChanged(change) } }
         for s in shards {
@@ -88,7 +95,7 @@ public final class CustomerService: Sendable {
         }
         try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
                       catalog: catalog, orders: orders, products: { (uid) throws(StorageError) in try orders.productFacts(uid) },
-                      logger: logger, yearMonth: yearMonth, unixTime: unixTime)
+                      logger: logger, loginThrottle: options.loginThrottle, yearMonth: yearMonth, unixTime: unixTime)
         let legacy = try orders.legacyCustomerRecords(nowUnix: unixTime())
         if !legacy.isEmpty {
             var byShard = [[CustomerRecord]](repeating: [], count: count)
@@ -110,13 +117,15 @@ public final class CustomerService: Sendable {
     /// harness: only while the shards' threads are not started.
     public func answerNow(_ request: Request, caller: Caller = Caller(uid: nil)) -> CommerceOutcome {
         let job = CommerceJob(request: request, caller: caller, receivedAt: monotonicNanoseconds()) { _ in }
+        if AccountService.handles(request.method) { return accounts.outcome(for: job) }
         let (shard, routed) = route(job)
         return shard.process([routed])[0]
     }
 
     private static func key(of r: CustomerRecord) -> SessionKey {
         switch r {
-        case .session(let k, _), .cart(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k), .active(let k, _): return k
+        case .session(let k, _), .cart(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k), .active(let k, _),
+             .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
         }
     }
 
@@ -147,7 +156,8 @@ public final class CustomerService: Sendable {
     /// True for the methods the shards answer.
     public static func handles(_ method: RequestMethod) -> Bool {
         switch method {
-        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders: return true
+        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders,
+             .register, .login, .logout, .whoAmI: return true
         default: return false
         }
     }
@@ -155,7 +165,7 @@ public final class CustomerService: Sendable {
     /// The session token a request carries, if any.
     static func sessionToken(_ method: RequestMethod) -> String? {
         switch method {
-        case .getCart(let s, _), .listOrders(let s): return s
+        case .getCart(let s, _), .listOrders(let s), .logout(let s), .whoAmI(let s): return s
         case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): return m.session
         case .checkout(let d): return d.session
         default: return nil
@@ -165,6 +175,7 @@ public final class CustomerService: Sendable {
     public func start() throws(Errno) {
         var started: [OSThread] = []
         for s in shards { started.append(try OSThread(name: "groserd-cart\(s.index)") { s.run() }) }
+        try accounts.start()
         started.append(try OSThread(name: "groserd-compact") { [compactions, shards] in
             while true {
                 let asked = compactions.take(upTo: 64)
@@ -178,6 +189,7 @@ public final class CustomerService: Sendable {
     /// Routes a request to its session's shard (OpenSession: the next shard
     /// in turn). False when the shards are stopping.
     func submit(_ job: CommerceJob) -> Bool {
+        if AccountService.handles(job.request.method) { return accounts.submit(job) }
         let (shard, routed) = route(job)
         return shard.submit(routed)
     }
@@ -196,6 +208,8 @@ public final class CustomerService: Sendable {
     /// Stops the shards once their batches in progress are durable and
     /// answered; requests still queued are dropped unanswered (and unapplied).
     public func stop() {
+        // Logins first: their steps need the shards.
+        accounts.stop()
         for s in shards { s.stopDropping(); s.close() }
         compactions.close()
         for t in threads.withLock({ t in defer { t.removeAll() }; return t }) { t.join() }

@@ -34,6 +34,9 @@ struct ShardContext: Sendable {
 struct ShardJob: Sendable {
     var job: CommerceJob
     var key: SessionKey?
+    /// A step of Register or Login (the job's request is the Login or
+    /// Register it serves; its answer goes to `step.done`, not the reply).
+    var step: AccountStepCall? = nil
 }
 
 /// One shard of customer state: the sessions whose key hashes to it, in
@@ -49,7 +52,7 @@ final class CustomerShard: @unchecked Sendable {
     let index: Int
     let count: Int
     let store: any CustomerStore
-    private let context: ShardContext
+    let context: ShardContext
     private let queue = BlockingQueue<ShardJob>()
     private var state = CustomerState()
     private var cache: ProductCache
@@ -90,6 +93,9 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     var sessionCount: Int { state.sessions.count }
+
+    /// Keys of the guest sessions sealed for a merge (before the thread starts).
+    func sealedKeys() -> [SessionKey] { state.sessions.filter { $0.value.sealedInto != nil }.map(\.key) }
 
     func submit(_ job: ShardJob) -> Bool { queue.put(job) }
 
@@ -134,8 +140,12 @@ final class CustomerShard: @unchecked Sendable {
     /// applied only once durable.
     struct Overlay {
         var sessions: [SessionKey: SessionState] = [:]
+        /// Sessions the batch removes (logged out, merged).
+        var removed: Set<SessionKey> = []
         var records: [CustomerRecord] = []
         var soldOut = false
+        /// The answer of the account step being run.
+        var stepAnswer: AccountStepAnswer?
     }
 
     @discardableResult
@@ -147,16 +157,23 @@ final class CustomerShard: @unchecked Sendable {
         var overlay = Overlay()
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
+        var stepAnswers: [AccountStepAnswer?] = []
         let needsDatabase = jobs.contains { j in
             switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
         }
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
-                    for j in jobs { outcomes.append(handle(j, catalog, now, &overlay, tx)) }
+                    for j in jobs {
+                        outcomes.append(handle(j, catalog, now, &overlay, tx))
+                        stepAnswers.append(overlay.stepAnswer.take())
+                    }
                 }
             } else {
-                for j in jobs { outcomes.append(handle(j, catalog, now, &overlay, nil)) }
+                for j in jobs {
+                    outcomes.append(handle(j, catalog, now, &overlay, nil))
+                    stepAnswers.append(overlay.stepAnswer.take())
+                }
             }
             if !overlay.records.isEmpty { try store.append(overlay.records) }
         } catch {
@@ -166,11 +183,19 @@ final class CustomerShard: @unchecked Sendable {
             overlay = Overlay()
         }
         for (key, s) in overlay.sessions { state.sessions[key] = s }
+        for key in overlay.removed { state.sessions[key] = nil }
         for j in jobs { if let key = j.key { state.sessions[key]?.lastActiveUnix = now } }
         if overlay.soldOut {
             do { try context.catalog.refresh() } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
-        for (j, outcome) in zip(jobs, outcomes) {
+        for (i, (j, outcome)) in zip(jobs, outcomes).enumerated() {
+            if let call = j.step {
+                switch outcome {
+                case .ok: call.done(stepAnswers[i].map { .answer($0) } ?? .failed(Status(.internal, "An account step gave no answer.")))
+                case .failed(let status): call.done(.failed(status))
+                }
+                continue
+            }
             var frame: [UInt8] = []
             switch outcome {
             case .ok(let field, let body): ResponseFrameWriter.appendOK(id: j.job.request.id, field: field, body: body, to: &frame)
@@ -191,6 +216,15 @@ final class CustomerShard: @unchecked Sendable {
 
     private func handle(_ j: ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay,
                         _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
+        if let call = j.step {
+            // Steps never expire: a login that sealed a guest finishes its merge.
+            do {
+                overlay.stepAnswer = try runStep(call.step, now, &overlay)
+                return .ok(.login, [])
+            } catch {
+                return .failed(error.status)
+            }
+        }
         var expired: [UInt8] = []
         if RequestHandler.expired(j.job.request, receivedAt: j.job.receivedAt, into: &expired) {
             return .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
@@ -251,23 +285,13 @@ final class CustomerShard: @unchecked Sendable {
         let rules = context.rules
         switch method {
         case .openSession:
-            var token = ""
-            var made: SessionKey?
-            // A token whose key belongs to this shard (1 in `count` does).
-            for _ in 0..<256 {
-                do { token = try KernelRandom.hex(16) } catch {
-                    throw Refusal(.unavailable, "The kernel gave no random bytes for a session token: \(error).")
-                }
-                let k = SessionKey(token: token)
-                if k.shard(of: count) == index { made = k; break }
-            }
-            guard let made else { throw Refusal(.unavailable, "No session token could be made; try again.") }
+            let (token, made) = try newToken()
             overlay.sessions[made] = SessionState(createdAtUnix: now)
             overlay.records.append(.session(made, createdAtUnix: now))
             return .ok(.openSession, BodyEncoder.openSession(token))
 
         case .getCart(_, let storeUID):
-            let (key, session) = try checkSession(key, overlay)
+            let (_, _, key, session) = try cartHolder(key, overlay)
             try checkStore(storeUID, catalog)
             guard let cart = session.carts[storeUID] else { return .ok(.getCart, BodyEncoder.cart(rules.emptyCart(storeUID))) }
             let look = lookup(tx)
@@ -312,9 +336,24 @@ final class CustomerShard: @unchecked Sendable {
             return try checkout(d, key, catalog, now, &overlay, tx)
 
         case .listOrders:
-            let (key, _) = try checkSession(key, overlay)
+            let (_, _, holderKey, _) = try cartHolder(key, overlay)
             guard let tx else { throw Refusal(.internal, "ListOrders reached a shard without the order store.") }
-            return .ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: key)))
+            return .ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: holderKey)))
+
+        case .logout:
+            let (key, session) = try checkSession(key, overlay)
+            guard session.owner != nil else {
+                throw Refusal(.failedPrecondition, "The session is anonymous: there is no login to end (its carts stay).")
+            }
+            overlay.sessions[key] = nil
+            overlay.removed.insert(key)
+            overlay.records.append(.sessionRemoved(key))
+            return .ok(.logout, BodyEncoder.logout())
+
+        case .whoAmI:
+            let (_, session, _, holder) = try cartHolder(key, overlay)
+            return .ok(.whoAmI, BodyEncoder.whoAmI(Identity(account: holder.account.map(Account.init),
+                                                            sessionCreatedAtUnix: session.createdAtUnix)))
 
         default:
             throw Refusal(.unimplemented, "The cart service does not answer this method.")
@@ -326,13 +365,13 @@ final class CustomerShard: @unchecked Sendable {
     private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                         _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?,
                         change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
-        let (key, session) = try checkSession(key, overlay)
+        let (key, session, holderKey, holder) = try cartHolder(key, overlay)
         try checkStore(m.storeUID, catalog)
         // Only a request with an idempotency key needs its fingerprint (the
         // string building showed in the profile of keyless adds).
         let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
         if let replay = try replay(session, m.idempotencyKey, print, now) { return replay }
-        let cart = session.carts[m.storeUID] ?? StoredCart()
+        let cart = holder.carts[m.storeUID] ?? StoredCart()
         try context.rules.checkVersion(cart, expected: m.expectedVersion)
         let look = lookup(tx)
         var next = try change(cart, look)
@@ -341,7 +380,8 @@ final class CustomerShard: @unchecked Sendable {
         next.version = cart.version + 1
         let body = BodyEncoder.cart(try context.rules.view(next, storeUID: m.storeUID, look))
         try checkLookups()
-        var s = save(next, key: key, session: session, storeUID: m.storeUID, now, &overlay)
+        save(next, key: holderKey, session: holder, storeUID: m.storeUID, now, &overlay)
+        var s = current(key, overlay) ?? session
         remember(&s, key: key, m.idempotencyKey, print, field, body, now, &overlay)
         return .ok(field, body)
     }
@@ -370,23 +410,23 @@ final class CustomerShard: @unchecked Sendable {
 
     private func checkout(_ d: CheckoutDetails, _ key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
                           _ overlay: inout Overlay, _ tx: any CommerceTransaction) throws -> CommerceOutcome {
-        let (key, session) = try checkSession(key, overlay)
+        let (key, session, holderKey, holder) = try cartHolder(key, overlay)
         try checkStore(d.storeUID, catalog)
         // A retry finds its order before anything else is checked (the
         // card may have expired since).
         let print = CartRules.checkoutFingerprint(d)
         if let replay = try replay(session, d.idempotencyKey, print, now) { return replay }
-        let cart = session.carts[d.storeUID]
+        let cart = holder.carts[d.storeUID]
         // The order may be in the database while the log lost the cart's
         // clearing (a crash between the two): the retry finds it there.
         if !d.idempotencyKey.isEmpty, let stored = try tx.idempotentAnswer(session: key, key: d.idempotencyKey) {
             guard stored.fingerprint == print, let field = MethodField(rawValue: stored.field) else {
                 throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(d.idempotencyKey))\" was already used for a different request.")
             }
-            var s = session
             if let cart, cart.version == d.expectedVersion, !cart.lines.isEmpty {
-                s = save(StoredCart(version: cart.version + 1, lines: []), key: key, session: session, storeUID: d.storeUID, now, &overlay)
+                save(StoredCart(version: cart.version + 1, lines: []), key: holderKey, session: holder, storeUID: d.storeUID, now, &overlay)
             }
+            var s = current(key, overlay) ?? session
             remember(&s, key: key, d.idempotencyKey, print, field, stored.body, now, &overlay)
             return .ok(field, stored.body)
         }
@@ -419,7 +459,7 @@ final class CustomerShard: @unchecked Sendable {
             }
             if let failure { throw failure }
             for (uid, units) in plan.take { try tx.decrementStock(productUID: uid, by: units) }
-            let order = try tx.insertOrder(plan.order, session: key)
+            let order = try tx.insertOrder(plan.order, session: holderKey)
             if !plan.soldOut.isEmpty {
                 _ = try tx.bumpCatalogVersion(touching: plan.soldOut)
                 overlay.soldOut = true
@@ -430,8 +470,9 @@ final class CustomerShard: @unchecked Sendable {
                                             IdempotentAnswer(fingerprint: print, field: MethodField.checkout.rawValue, body: body))
             }
             try tx.releaseSavepoint()
-            var s = save(StoredCart(version: (cart?.version ?? 0) + 1, lines: []), key: key, session: session,
-                         storeUID: d.storeUID, now, &overlay)
+            save(StoredCart(version: (cart?.version ?? 0) + 1, lines: []), key: holderKey, session: holder,
+                 storeUID: d.storeUID, now, &overlay)
+            var s = current(key, overlay) ?? session
             remember(&s, key: key, d.idempotencyKey, print, .checkout, body, now, &overlay)
             return .ok(.checkout, body)
         } catch {
@@ -442,12 +483,47 @@ final class CustomerShard: @unchecked Sendable {
 
     // MARK: Shared checks
 
+    /// A new session token whose key belongs to this shard (1 in `count` does).
+    func newToken() throws(Refusal) -> (token: String, key: SessionKey) {
+        for _ in 0..<256 {
+            let token: String
+            do { token = try KernelRandom.hex(16) } catch {
+                throw Refusal(.unavailable, "The kernel gave no random bytes for a session token: \(error).")
+            }
+            let k = SessionKey(token: token)
+            if k.shard(of: count) == index { return (token, k) }
+        }
+        throw Refusal(.unavailable, "No session token could be made; try again.")
+    }
+
     private func checkSession(_ key: SessionKey?, _ overlay: Overlay) throws(Refusal) -> (SessionKey, SessionState) {
         guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
-        guard let s = overlay.sessions[key] ?? state.sessions[key] else {
+        // An account's own entry is no session (no token hashes to its key).
+        guard let s = current(key, overlay), s.account == nil else {
             throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
         }
+        if s.sealedInto != nil {
+            throw Refusal(.failedPrecondition, "This session is being merged into an account by a login; use the session the login answers.")
+        }
         return (key, s)
+    }
+
+    /// The request's session, and the entry that holds its carts and
+    /// orders: the session itself, or for a logged-in session its account.
+    private func cartHolder(_ key: SessionKey?, _ overlay: Overlay) throws(Refusal)
+        -> (session: SessionKey, sessionState: SessionState, holder: SessionKey, holderState: SessionState) {
+        let (key, s) = try checkSession(key, overlay)
+        guard let owner = s.owner else { return (key, s, key, s) }
+        guard let account = current(owner, overlay), account.account != nil else {
+            throw Refusal(.unauthenticated, "The session's account is gone; log in again.")
+        }
+        return (key, s, owner, account)
+    }
+
+    /// A session as the batch so far leaves it.
+    func current(_ key: SessionKey, _ overlay: Overlay) -> SessionState? {
+        if overlay.removed.contains(key) { return nil }
+        return overlay.sessions[key] ?? state.sessions[key]
     }
 
     private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {

@@ -21,7 +21,26 @@ public struct StoredAnswer: Sendable, Hashable {
     }
 }
 
-/// One session's carts and remembered answers.
+/// An account as the customer log keeps it. The password is kept only as
+/// its Argon2id hash (libsodium's `crypto_pwhash_str` string).
+public struct AccountRecord: Sendable, Hashable {
+    /// Trimmed and lower-cased.
+    public var email: String
+    public var name: String
+    public var passwordHash: String
+    public var createdAtUnix: Int64
+    public init(email: String, name: String, passwordHash: String, createdAtUnix: Int64) {
+        self.email = email
+        self.name = name
+        self.passwordHash = passwordHash
+        self.createdAtUnix = createdAtUnix
+    }
+}
+
+/// One session's carts and remembered answers. An account is kept as a
+/// session of its own (its key derived from the email, never a token's), so
+/// its carts are carts like a guest's; the sessions logged in to it point
+/// at it with `owner` and keep only their remembered answers.
 public struct SessionState: Sendable, Hashable {
     public var createdAtUnix: Int64
     /// The last request that used the session (idle sessions are removed).
@@ -30,6 +49,16 @@ public struct SessionState: Sendable, Hashable {
     public var carts: [String: StoredCart] = [:]
     /// By idempotency key.
     public var answers: [String: StoredAnswer] = [:]
+    /// Set when this entry is an account (it never expires).
+    public var account: AccountRecord?
+    /// A logged-in session: the account entry that holds its carts and orders.
+    public var owner: SessionKey?
+    /// A guest session a login is merging into this account entry: it takes
+    /// no more changes, and is removed once the account has its lines.
+    public var sealedInto: SessionKey?
+    /// An account's merges, by guest session: the login's answer (without a
+    /// token), so that a retried merge merges nothing and answers the same.
+    public var absorbed: [SessionKey: StoredAnswer] = [:]
 
     public init(createdAtUnix: Int64, lastActiveUnix: Int64? = nil) {
         self.createdAtUnix = createdAtUnix
@@ -48,6 +77,15 @@ public enum CustomerRecord: Sendable, Hashable {
     case sessionRemoved(SessionKey)
     /// A snapshot's note of a session's last activity (reads leave no record).
     case active(SessionKey, atUnix: Int64)
+    /// An account, under the key derived from its email.
+    case account(SessionKey, AccountRecord)
+    /// A session logged in to the account entry `owner`.
+    case boundSession(SessionKey, owner: SessionKey, createdAtUnix: Int64)
+    /// A guest session sealed for a merge into the account entry `owner`.
+    case sealed(SessionKey, owner: SessionKey)
+    /// The account entry `owner` merged the guest session `guest`; the
+    /// answer is the login's, without its token.
+    case absorbed(owner: SessionKey, guest: SessionKey, StoredAnswer)
 }
 
 /// Every session of one shard: what the log's records add up to.
@@ -69,6 +107,16 @@ public struct CustomerState: Sendable {
             sessions[key] = nil
         case .active(let key, let at):
             touch(key, at)
+        case .account(let key, let a):
+            sessions[key, default: SessionState(createdAtUnix: a.createdAtUnix)].account = a
+        case .boundSession(let key, let owner, let at):
+            var s = sessions[key] ?? SessionState(createdAtUnix: at)
+            s.owner = owner
+            sessions[key] = s
+        case .sealed(let key, let owner):
+            sessions[key]?.sealedInto = owner
+        case .absorbed(let owner, let guest, let answer):
+            sessions[owner, default: SessionState(createdAtUnix: answer.atUnix)].absorbed[guest] = answer
         }
     }
 
@@ -80,24 +128,34 @@ public struct CustomerState: Sendable {
     public func forEachRecord(_ body: (CustomerRecord) -> Void) {
         for (key, s) in sessions {
             body(.session(key, createdAtUnix: s.createdAtUnix))
+            if let a = s.account { body(.account(key, a)) }
+            if let owner = s.owner { body(.boundSession(key, owner: owner, createdAtUnix: s.createdAtUnix)) }
+            if let owner = s.sealedInto { body(.sealed(key, owner: owner)) }
             for (store, cart) in s.carts { body(.cart(key, storeUID: store, cart, atUnix: s.createdAtUnix)) }
             for (name, answer) in s.answers { body(.answer(key, key: name, answer)) }
+            for (guest, answer) in s.absorbed { body(.absorbed(owner: key, guest: guest, answer)) }
             body(.active(key, atUnix: s.lastActiveUnix))
         }
     }
 
     /// Forgets answers older than `answerLifetime` seconds (a retry after
     /// that is a new request) and removes sessions idle for longer than
-    /// `idleLifetime`, with their carts. Returns the sessions removed: they
-    /// must be logged as removed; expired answers need no record, since
-    /// every reader of the log applies the same rule.
+    /// `idleLifetime`, with their carts (accounts stay, with their carts).
+    /// Returns the sessions removed: they must be logged as removed; expired
+    /// answers need no record, since every reader of the log applies the
+    /// same rule.
     public mutating func expire(nowUnix: Int64, answerLifetime: Int64, idleLifetime: Int64) -> [SessionKey] {
         var removed: [SessionKey] = []
         for (key, s) in sessions {
-            if nowUnix - s.lastActiveUnix > idleLifetime {
+            if s.account == nil && nowUnix - s.lastActiveUnix > idleLifetime {
                 removed.append(key)
-            } else if s.answers.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
+                continue
+            }
+            if s.answers.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
                 sessions[key]?.answers = s.answers.filter { nowUnix - $0.value.atUnix <= answerLifetime }
+            }
+            if s.absorbed.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
+                sessions[key]?.absorbed = s.absorbed.filter { nowUnix - $0.value.atUnix <= answerLifetime }
             }
         }
         for key in removed { sessions[key] = nil }
@@ -114,6 +172,10 @@ public struct CustomerState: Sendable {
 ///     kind u8 = 3 answer    key[32] idempotency_key str at i64 fingerprint str field u32 body blob
 ///     kind u8 = 4 removed   key[32]
 ///     kind u8 = 5 active    key[32] at i64
+///     kind u8 = 6 account   key[32] email str name str password_hash str created i64
+///     kind u8 = 7 bound     key[32] owner[32] created i64
+///     kind u8 = 8 sealed    key[32] owner[32]
+///     kind u8 = 9 absorbed  owner[32] guest[32] at i64 fingerprint str field u32 body blob
 enum CustomerRecordCodec {
     static func encode(_ record: CustomerRecord, to out: inout [UInt8]) {
         switch record {
@@ -130,6 +192,15 @@ enum CustomerRecordCodec {
             out.append(4); key32(key, &out)
         case .active(let key, let at):
             out.append(5); key32(key, &out); i64(at, &out)
+        case .account(let key, let a):
+            out.append(6); key32(key, &out); str(a.email, &out); str(a.name, &out); str(a.passwordHash, &out); i64(a.createdAtUnix, &out)
+        case .boundSession(let key, let owner, let at):
+            out.append(7); key32(key, &out); key32(owner, &out); i64(at, &out)
+        case .sealed(let key, let owner):
+            out.append(8); key32(key, &out); key32(owner, &out)
+        case .absorbed(let owner, let guest, let a):
+            out.append(9); key32(owner, &out); key32(guest, &out); i64(a.atUnix, &out); str(a.answer.fingerprint, &out)
+            u32(a.answer.field, &out); blob(a.answer.body, &out)
         }
     }
 
@@ -166,6 +237,17 @@ enum CustomerRecordCodec {
             record = .answer(key, key: name, StoredAnswer(IdempotentAnswer(fingerprint: print, field: field, body: body), atUnix: at))
         case 4: record = .sessionRemoved(key)
         case 5: record = r.i64().map { .active(key, atUnix: $0) }
+        case 6:
+            guard let email = r.str(), let name = r.str(), let hash = r.str(), let at = r.i64() else { return nil }
+            record = .account(key, AccountRecord(email: email, name: name, passwordHash: hash, createdAtUnix: at))
+        case 7:
+            guard let owner = r.key(), let at = r.i64() else { return nil }
+            record = .boundSession(key, owner: owner, createdAtUnix: at)
+        case 8:
+            record = r.key().map { .sealed(key, owner: $0) }
+        case 9:
+            guard let guest = r.key(), let at = r.i64(), let print = r.str(), let field = r.u32(), let body = r.blob() else { return nil }
+            record = .absorbed(owner: key, guest: guest, StoredAnswer(IdempotentAnswer(fingerprint: print, field: field, body: body), atUnix: at))
         default: record = nil
         }
         return r.remaining == 0 ? record : nil

@@ -1,0 +1,170 @@
+import GroserClient
+import GroserSystem
+
+extension Commands {
+    static let passwordOption = OptionSpec(name: "--password-stdin", valueName: nil,
+                                           help: "read the password from the first line of standard input")
+
+    static let register = Subcommand(
+        name: "register", usage: "register --email EMAIL --name NAME [--password-stdin]",
+        abstract: """
+        Creates an account. The password is read from a prompt with echo off (asked twice), or with
+        --password-stdin from the first line of standard input; never from an argument. Log in afterwards.
+        """,
+        options: [
+            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email (compared case-insensitively)"),
+            OptionSpec(name: "--name", valueName: "NAME", help: "the account holder's name"),
+            passwordOption,
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            guard let email = parsed.values["--email"], let name = parsed.values["--name"] else {
+                throw UsageError("register needs --email and --name", help: help)
+            }
+            let fromStdin = try passwordSource(parsed, help)
+            return { ctx in
+                let password = try readPassword(fromStdin: fromStdin, confirm: true)
+                let account = try ctx.client().register(email: email, password: password, name: name)
+                ctx.print(json: JSON.object([("account", ProtoJSON.account(account))]),
+                          human: "Registered \(account.name) <\(account.email)>; log in with: groser-client login --email \(account.email)\n")
+            }
+        })
+
+    static let login = Subcommand(
+        name: "login", usage: "login --email EMAIL [--password-stdin]",
+        abstract: """
+        Logs in. The cart of the session saved for this groserd merges into the account's (lines of
+        the same product are summed, up to the line maximum); what was merged is printed. The saved
+        session then becomes the account's. Password as for register (asked once).
+        """,
+        options: [
+            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email"),
+            passwordOption,
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            guard let email = parsed.values["--email"] else { throw UsageError("login needs --email", help: help) }
+            let fromStdin = try passwordSource(parsed, help)
+            return { ctx in
+                let password = try readPassword(fromStdin: fromStdin, confirm: false)
+                let client = ctx.client()
+                let settings = try ClientSettings.load(from: ctx.settingsPath)
+                let guest = ctx.savedSession(settings, client) ?? ""
+                let result = try client.login(email: email, password: password, guestSession: guest, idempotencyKey: newKey())
+                try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = result.session }
+                ctx.print(json: ProtoJSON.login(result), human: HumanOutput.login(result))
+            }
+        })
+
+    static let logout = Subcommand(
+        name: "logout", usage: "logout",
+        abstract: "Ends the login saved for this groserd (the session is revoked at once) and forgets it.",
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            return { ctx in
+                let client = ctx.client()
+                let settings = try ClientSettings.load(from: ctx.settingsPath)
+                guard let session = ctx.savedSession(settings, client) else {
+                    throw GroserError.server(Status(.failedPrecondition, "There is no saved session for this groserd: nothing to log out of."))
+                }
+                try client.logout(session: session)
+                try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = nil }
+                ctx.print(json: JSON.object([]), human: "Logged out.\n")
+            }
+        })
+
+    static let whoami = Subcommand(
+        name: "whoami", usage: "whoami [--json]",
+        abstract: "Shows the account the session saved for this groserd is logged in to.",
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            return { ctx in
+                let client = ctx.client()
+                let settings = try ClientSettings.load(from: ctx.settingsPath)
+                guard let session = ctx.savedSession(settings, client) else {
+                    ctx.print(json: JSON.object([]), human: "Not logged in (no session saved for this groserd).\n")
+                    return
+                }
+                let identity = try client.whoAmI(session: session)
+                var fields: [(String, JSON)] = []
+                if let a = identity.account { fields.append(("account", ProtoJSON.account(a))) }
+                fields.append(("sessionCreatedAtUnix", JSON.int64(identity.sessionCreatedAtUnix)))
+                ctx.print(json: JSON.object(fields),
+                          human: identity.account.map { "\($0.name) <\($0.email)>\n" } ?? "Not logged in (an anonymous session).\n")
+            }
+        })
+
+    private static func passwordSource(_ parsed: ParsedArguments, _ help: String) throws(UsageError) -> Bool {
+        let fromStdin = parsed.flags.contains("--password-stdin")
+        if !fromStdin && !Terminal.inputIsTerminal {
+            throw UsageError("no terminal to ask for the password on; pipe it with --password-stdin", help: help)
+        }
+        return fromStdin
+    }
+
+    private static func readPassword(fromStdin: Bool, confirm: Bool) throws -> String {
+        if fromStdin {
+            guard let line = Terminal.readLine(), !line.isEmpty else { throw UsageError("no password on standard input") }
+            return line
+        }
+        guard let first = Terminal.readSecret(prompt: "Password: ") else { throw Cancelled() }
+        if confirm {
+            guard let again = Terminal.readSecret(prompt: "Password again: ") else { throw Cancelled() }
+            guard again == first else { throw UsageError("the two passwords differ") }
+        }
+        return first
+    }
+}
+
+extension ProtoJSON {
+    static func account(_ a: Account) -> JSON {
+        var f: [(String, JSON)] = [("email", .string(a.email))]
+        if !a.name.isEmpty { f.append(("name", .string(a.name))) }
+        if a.createdAtUnix != 0 { f.append(("createdAtUnix", JSON.int64(a.createdAtUnix))) }
+        return .object(f)
+    }
+
+    static func login(_ r: LoginResult) -> JSON {
+        .object([
+            ("session", .string(r.session)),
+            ("account", account(r.account)),
+            ("merged", .array(r.merged.map { m in
+                .object([("storeUid", .string(m.storeUID)), ("lines", .array(m.lines.map { l in
+                    var f: [(String, JSON)] = [("productUid", .string(l.productUID)), ("guestQuantity", JSON.uint32(l.guestQuantity)),
+                                               ("quantity", JSON.uint32(l.quantity))]
+                    if l.summed { f.append(("summed", .bool(true))) }
+                    if l.droppedUnits > 0 { f.append(("droppedUnits", JSON.uint32(l.droppedUnits))) }
+                    if l.notAdded { f.append(("notAdded", .bool(true))) }
+                    return .object(f)
+                })), ("version", JSON.uint64(m.version))])
+            })),
+            ("quantityMaximum", JSON.uint32(r.quantityMaximum)),
+            ("cartLineMaximum", JSON.uint32(r.cartLineMaximum)),
+        ])
+    }
+}
+
+extension HumanOutput {
+    static func login(_ r: LoginResult) -> TerminalText {
+        var text: TerminalText = "Logged in as \(r.account.name) <\(r.account.email)>.\n"
+        for m in r.merged {
+            text = text + "Merged the guest cart at \(m.storeUID) (cart version \(m.version)):\n"
+            for l in m.lines {
+                var line: String
+                if l.notAdded {
+                    line = "  \(l.productUID): not added, the cart already has \(r.cartLineMaximum) lines"
+                } else if l.summed {
+                    line = "  \(l.productUID): +\(l.guestQuantity), now \(l.quantity)"
+                } else {
+                    line = "  \(l.productUID): added \(l.quantity)"
+                }
+                if l.droppedUnits > 0 && !l.notAdded {
+                    line += " (capped at \(r.quantityMaximum); \(l.droppedUnits) not added)"
+                }
+                text = text + "\(line)\n"
+            }
+        }
+        if r.merged.isEmpty { text = text + "No guest cart to merge.\n" }
+        return text
+    }
+}

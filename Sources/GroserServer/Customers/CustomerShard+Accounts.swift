@@ -1,0 +1,109 @@
+import GroserStorage
+import GroserWire
+
+/// The account steps a shard runs (AccountStep): each reads and changes
+/// only this shard's entries, into the batch's overlay like any request.
+extension CustomerShard {
+    func runStep(_ step: AccountStep, _ now: Int64, _ overlay: inout Overlay) throws(Refusal) -> AccountStepAnswer {
+        switch step {
+        case .register(let owner, let record):
+            if current(owner, overlay)?.account != nil {
+                throw Refusal(.alreadyExists, "An account with this email already exists; log in instead.")
+            }
+            var entry = SessionState(createdAtUnix: now)
+            entry.account = record
+            overlay.sessions[owner] = entry
+            overlay.records.append(.account(owner, record))
+            return .account(Account(record))
+
+        case .credentials(let owner):
+            return .credentials(current(owner, overlay)?.account)
+
+        case .seal(let guest, let owner):
+            guard var g = current(guest, overlay), g.account == nil, g.owner == nil else { return .guestCarts(nil) }
+            if let sealed = g.sealedInto { return .guestCarts(sealed == owner ? g.carts : nil) }
+            g.sealedInto = owner
+            overlay.sessions[guest] = g
+            overlay.records.append(.sealed(guest, owner: owner))
+            return .guestCarts(g.carts)
+
+        case .merge(let owner, let guest, let carts, let idempotencyKey, let print, let newSession):
+            guard var entry = current(owner, overlay), let record = entry.account else {
+                throw Refusal(.unauthenticated, "The email or password is wrong.")
+            }
+            let answerName = idempotencyKey.isEmpty ? "" : "login:" + idempotencyKey
+            var result: LoginResult
+            if !answerName.isEmpty, let stored = entry.answers[answerName], now - stored.atUnix <= context.lifetimes.answers {
+                guard stored.answer.fingerprint == print, let r = BodyEncoder.decodeLogin(stored.answer.body) else {
+                    throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(idempotencyKey))\" was already used for a different request.")
+                }
+                result = r
+            } else if let guest, let stored = entry.absorbed[guest], let r = BodyEncoder.decodeLogin(stored.answer.body) {
+                // This guest was merged already (a retry without a key, or
+                // a merge finished at start-up): nothing is merged twice.
+                result = r
+            } else {
+                let rules = AccountRules(limits: context.rules.limits)
+                let (changed, merged) = rules.merge(guest: carts, into: entry.carts)
+                for store in changed.keys.sorted() {
+                    let cart = changed[store]!
+                    entry.carts[store] = cart
+                    overlay.records.append(.cart(owner, storeUID: store, cart, atUnix: now))
+                }
+                result = LoginResult(session: "", account: Account(record), merged: merged,
+                                     quantityMaximum: rules.limits.maximumQuantity, cartLineMaximum: UInt32(rules.limits.maximumLines))
+                let remembered = StoredAnswer(IdempotentAnswer(fingerprint: print, field: MethodField.login.rawValue,
+                                                               body: BodyEncoder.login(result)), atUnix: now)
+                if let guest {
+                    entry.absorbed[guest] = remembered
+                    overlay.records.append(.absorbed(owner: owner, guest: guest, remembered))
+                }
+                if !answerName.isEmpty {
+                    entry.answers[answerName] = remembered
+                    overlay.records.append(.answer(owner, key: answerName, remembered))
+                }
+            }
+            entry.lastActiveUnix = now
+            overlay.sessions[owner] = entry
+            if newSession {
+                let (token, key) = try newToken()
+                var s = SessionState(createdAtUnix: now)
+                s.owner = owner
+                overlay.sessions[key] = s
+                overlay.records.append(.boundSession(key, owner: owner, createdAtUnix: now))
+                result.session = token
+            }
+            return .login(result)
+
+        case .removeSealed(let guest):
+            guard current(guest, overlay)?.sealedInto != nil else { return .done }
+            overlay.sessions[guest] = nil
+            overlay.removed.insert(guest)
+            overlay.records.append(.sessionRemoved(guest))
+            return .done
+        }
+    }
+
+    /// Guest sessions sealed for a merge that a crash or a failure left
+    /// unfinished: (guest, account entry, carts). Before the thread starts.
+    func sealedGuests() -> [(guest: SessionKey, owner: SessionKey, carts: [String: StoredCart])] {
+        let overlay = Overlay()
+        return sealedKeys().compactMap { key in
+            guard let s = current(key, overlay), let owner = s.sealedInto else { return nil }
+            return (key, owner, s.carts)
+        }
+    }
+
+    /// Runs one step on the calling thread, as a batch of one (durable
+    /// before it returns). Only while the shard's thread is not started.
+    func runNow(_ step: AccountStep, for request: Request) -> AccountStepOutcome {
+        let box = StepBox()
+        let job = CommerceJob(request: request, caller: Caller(uid: nil), receivedAt: 0) { _ in }
+        process([ShardJob(job: job, key: nil, step: AccountStepCall(step: step) { box.outcome = $0 })])
+        return box.outcome ?? .failed(Status(.internal, "The step gave no answer."))
+    }
+}
+
+private final class StepBox: @unchecked Sendable {
+    var outcome: AccountStepOutcome?
+}
