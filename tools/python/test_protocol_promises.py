@@ -404,6 +404,16 @@ def id0_requests(session: str, store: str, product: str) -> list[service_pb2.Req
     r, sub = request("export_catalog")
     sub.store_uid = store
     reqs.append(r)
+    r, sub = request("register")
+    sub.email, sub.password, sub.name = "id0@example.com", "id0 password", "Id0"
+    reqs.append(r)
+    r, sub = request("login")
+    sub.email, sub.password, sub.session = "id0@example.com", "id0 password", session
+    reqs.append(r)
+    for method in ("logout", "who_am_i"):
+        r, sub = request(method)
+        sub.session = session
+        reqs.append(r)
     every_method = {f.name for f in service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields}
     assert {r.WhichOneof("method") for r in reqs} == every_method
     return reqs
@@ -424,6 +434,9 @@ def test_2_request_id_0_is_refused_whatever_its_method(c, cat):
     assert cart_of(c, s, cat.spb) == cart, "a change with id 0 was executed"
     assert catalog_version(c) == version, "a SetProduct with id 0 was executed"
     assert len(call_ok(c, list_orders(s)).orders) == 0, "a Checkout with id 0 was executed"
+    req, sub = request("register")
+    sub.email, sub.password, sub.name = "id0@example.com", "id0 password", "Id0"
+    assert call_ok(c, req).account.email == "id0@example.com", "a Register with id 0 was executed"
 
 
 def test_2_request_id_0_behind_an_awaited_change_and_the_empty_frame(c, cat):
