@@ -358,7 +358,7 @@ struct Envelope {
             case (2, 2):
                 guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
                 (code, message) = s
-            case (10...29, 2):
+            case (let number, 2) where MethodField(rawValue: UInt32(truncatingIfNeeded: number)) != nil:
                 guard delimited() != nil else { return nil }
                 bodyFields.append(UInt32(key >> 3))
             default:

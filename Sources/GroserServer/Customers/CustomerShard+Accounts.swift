@@ -84,16 +84,6 @@ extension CustomerShard {
         }
     }
 
-    /// Guest sessions sealed for a merge that a crash or a failure left
-    /// unfinished: (guest, account entry, carts). Before the thread starts.
-    func sealedGuests() -> [(guest: SessionKey, owner: SessionKey, carts: [String: StoredCart])] {
-        let overlay = Overlay()
-        return sealedKeys().compactMap { key in
-            guard let s = current(key, overlay), let owner = s.sealedInto else { return nil }
-            return (key, owner, s.carts)
-        }
-    }
-
     /// Runs one step on the calling thread, as a batch of one (durable
     /// before it returns). Only while the shard's thread is not started.
     func runNow(_ step: AccountStep, for request: Request) -> AccountStepOutcome {

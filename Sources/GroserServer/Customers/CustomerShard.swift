@@ -94,8 +94,11 @@ final class CustomerShard: @unchecked Sendable {
 
     var sessionCount: Int { state.sessions.count }
 
-    /// Keys of the guest sessions sealed for a merge (before the thread starts).
-    func sealedKeys() -> [SessionKey] { state.sessions.filter { $0.value.sealedInto != nil }.map(\.key) }
+    /// Guest sessions sealed for a merge that a crash or a failure left
+    /// unfinished: (guest, account entry, carts). Before the thread starts.
+    func sealedGuests() -> [(guest: SessionKey, owner: SessionKey, carts: [String: StoredCart])] {
+        state.sessions.compactMap { key, s in s.sealedInto.map { (key, $0, s.carts) } }
+    }
 
     func submit(_ job: ShardJob) -> Bool { queue.put(job) }
 
