@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
-        .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire"]),
+        .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire", "GroserSystem"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),
         // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).
         .testTarget(name: "GroserFuzzTests", dependencies: ["GroserFuzz", "GroserWire"]),

@@ -1003,7 +1003,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[22] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[25] =
 {
   {
     "id",
@@ -1269,9 +1269,46 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[22]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "watch",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, watch),
+    &groser__v1__watch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancel_watch",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, cancel_watch),
+    &groser__v1__cancel_watch_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stats",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, stats),
+    &groser__v1__stats_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
+  23,   /* field[23] = cancel_watch */
   12,   /* field[12] = checkout */
   11,   /* field[11] = clear_cart */
   1,   /* field[1] = deadline_ms */
@@ -1292,13 +1329,15 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   2,   /* field[2] = server_info */
   14,   /* field[14] = set_product */
   9,   /* field[9] = set_quantity */
+  24,   /* field[24] = stats */
+  22,   /* field[22] = watch */
   21,   /* field[21] = who_am_i */
 };
 static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 22 }
+  { 0, 25 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -1308,14 +1347,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  22,
+  25,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[22] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[26] =
 {
   {
     "id",
@@ -1337,6 +1376,18 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[22
     0,   /* quantifier_offset */
     offsetof(Groser__V1__Response, status),
     &groser__v1__status__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "continues",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__Response, continues),
+    NULL,
     NULL,
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
@@ -1581,36 +1632,76 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[22
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "watch",
+    30,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, watch),
+    &groser__v1__watch_event__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "cancel_watch",
+    31,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, cancel_watch),
+    &groser__v1__cancel_watch_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "stats",
+    32,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, stats),
+    &groser__v1__stats_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
-  8,   /* field[8] = add_item */
-  12,   /* field[12] = checkout */
-  11,   /* field[11] = clear_cart */
-  17,   /* field[17] = export_catalog */
-  7,   /* field[7] = get_cart */
-  5,   /* field[5] = get_shelf */
-  4,   /* field[4] = get_store */
+  9,   /* field[9] = add_item */
+  24,   /* field[24] = cancel_watch */
+  13,   /* field[13] = checkout */
+  12,   /* field[12] = clear_cart */
+  2,   /* field[2] = continues */
+  18,   /* field[18] = export_catalog */
+  8,   /* field[8] = get_cart */
+  6,   /* field[6] = get_shelf */
+  5,   /* field[5] = get_store */
   0,   /* field[0] = id */
-  16,   /* field[16] = import_catalog */
-  3,   /* field[3] = list_cities */
-  13,   /* field[13] = list_orders */
-  15,   /* field[15] = list_products */
-  19,   /* field[19] = login */
-  20,   /* field[20] = logout */
-  6,   /* field[6] = open_session */
-  18,   /* field[18] = register */
-  10,   /* field[10] = remove_item */
-  2,   /* field[2] = server_info */
-  14,   /* field[14] = set_product */
-  9,   /* field[9] = set_quantity */
+  17,   /* field[17] = import_catalog */
+  4,   /* field[4] = list_cities */
+  14,   /* field[14] = list_orders */
+  16,   /* field[16] = list_products */
+  20,   /* field[20] = login */
+  21,   /* field[21] = logout */
+  7,   /* field[7] = open_session */
+  19,   /* field[19] = register */
+  11,   /* field[11] = remove_item */
+  3,   /* field[3] = server_info */
+  15,   /* field[15] = set_product */
+  10,   /* field[10] = set_quantity */
+  25,   /* field[25] = stats */
   1,   /* field[1] = status */
-  21,   /* field[21] = who_am_i */
+  23,   /* field[23] = watch */
+  22,   /* field[22] = who_am_i */
 };
 static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
-  { 10, 2 },
-  { 0, 22 }
+  { 10, 3 },
+  { 0, 26 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1620,7 +1711,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  22,
+  26,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,

@@ -1,3 +1,4 @@
+import GroserSystem
 import GroserWire
 
 /// Whether this binary was built without optimisation.

@@ -1,3 +1,4 @@
+import GroserSystem
 /// What one load generator thread counted; merged across threads at the end.
 public struct BenchTally: Sendable, Equatable {
     /// Latency of every successful request, send to answer, in nanoseconds.

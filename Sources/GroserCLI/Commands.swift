@@ -79,7 +79,8 @@ struct Subcommand: Sendable {
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info, cart, checkout, orders, register, login, logout, whoami, admin]
+    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info, watch, stats, cart, checkout, orders, register, login, logout,
+                                    whoami, admin]
 
     static let cities = Subcommand(
         name: "cities", usage: "cities [--json]",

@@ -26,6 +26,15 @@ indirect enum JSON {
         }
     }
 
+    /// On one line, with no spaces (JSON Lines).
+    func compact() -> String {
+        switch self {
+        case .object(let fields): return "{" + fields.map { JSON.quote($0.0) + ":" + $0.1.compact() }.joined(separator: ",") + "}"
+        case .array(let items): return "[" + items.map { $0.compact() }.joined(separator: ",") + "]"
+        default: return rendered()
+        }
+    }
+
     /// A JSON string literal. Besides what JSON requires (", \\, and
     /// U+0000–U+001F), DEL and the C1 controls (U+0080–U+009F) are written
     /// as \\u00XX too, so `--json` output on a terminal cannot command it.

@@ -201,6 +201,14 @@ public final class GroserClient: Sendable {
 
     private func connected(_ s: inout State) throws(GroserError) -> Socket {
         if let socket = s.socket { return socket }
+        let socket = try openSocket()
+        s.socket = socket
+        return socket
+    }
+
+    /// A new connection to the socket, its directory checked first when it
+    /// is the per-user default.
+    func openSocket() throws(GroserError) -> Socket {
         if !location.isExplicit,
            case .refused(let problem) = SocketDirectory.check(location.directory, .privateTo(owners: [ProcessInfo.userID, 0])) {
             switch problem.reason {
@@ -212,7 +220,6 @@ public final class GroserClient: Sendable {
         }
         switch Result(catching: { () throws(Errno) -> Socket in try Self.open(socketPath) }) {
         case .success(let socket):
-            s.socket = socket
             return socket
         case .failure(let error):
             throw .cannotConnect(path: socketPath, reason: error.description)
@@ -237,7 +244,7 @@ public final class GroserClient: Sendable {
         return Int32(clamping: (deadline - now) / 1_000_000 + 1)
     }
 
-    private func send(_ frame: [UInt8], on socket: Socket, seconds: Double, deadline: UInt64) throws(GroserError) {
+    func send(_ frame: [UInt8], on socket: Socket, seconds: Double, deadline: UInt64) throws(GroserError) {
         var offset = 0
         while offset < frame.count {
             let result = frame.withUnsafeBytes { raw in
@@ -253,7 +260,7 @@ public final class GroserClient: Sendable {
         }
     }
 
-    private func receive(into decoder: inout FrameDecoder, on socket: Socket, seconds: Double,
+    func receive(into decoder: inout FrameDecoder, on socket: Socket, seconds: Double,
                          deadline: UInt64) throws(GroserError) {
         while true {
             var outcome = IOResult.wouldBlock

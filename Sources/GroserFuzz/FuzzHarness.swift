@@ -42,6 +42,10 @@ public final class FuzzHarness {
     private let handler: RequestHandler
     private let commerce: CommerceService
     private let customers: CustomerService
+    private let catalog: EncodedCatalog
+    private let watches: WatchHub
+    /// The input's connection's watches (an input is one connection).
+    private var watchers: [Watcher] = []
     /// Called with one line per answered frame (request → response), when set.
     public var trace: ((String) -> Void)?
 
@@ -53,6 +57,8 @@ public final class FuzzHarness {
         let encoded = EncodedCatalog(catalog: catalog, version: version, imageBaseURL: "http://img.test",
                                      serverVersion: ProtocolInfo.serverVersion)
         handler = RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds())
+        self.catalog = encoded
+        watches = WatchHub(catalog: encoded, loops: 1)
         // A fixed clock keeps card expiry and order times the same on every run.
         // The largest line groserd allows (--max-quantity), so counts and
         // totals can reach their arithmetic limits.
@@ -89,6 +95,7 @@ public final class FuzzHarness {
 
         do {
             try customers.reload()
+            watchers = []
             for (index, frame) in frames.enumerated() {
                 let out = try answer(frame)
                 check(response: out, toFrame: frame, index: index, problems: &problems)
@@ -207,6 +214,7 @@ public final class FuzzHarness {
             }
             return handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
         }
+        if case .local(let request) = handled { return answerLocal(request, into: &out) }
         guard case .deferred(let request) = handled else { return out }
         let outcome: CommerceOutcome
         if CustomerService.handles(request.method) {
@@ -220,6 +228,29 @@ public final class FuzzHarness {
         switch outcome {
         case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
         case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
+        }
+        return out
+    }
+
+    /// Watch, CancelWatch and Stats, as the event loop answers them. A
+    /// cancel's extra frame (the stream's CANCELLED end) is checked here and
+    /// left out, so the answer checked is the CancelWatch's own.
+    private func answerLocal(_ request: Request, into out: inout [UInt8]) -> [UInt8] {
+        switch request.method {
+        case .watch(let selector, let since):
+            _ = WatchRequests.start(id: request.id, selector: selector, since: since, catalog: catalog, hub: watches,
+                                    watchers: &watchers, into: &out)
+        case .cancelWatch(let watchID):
+            var end: [UInt8] = []
+            if WatchRequests.cancel(id: request.id, watchID: watchID, watchers: &watchers, streamEnd: &end, into: &out) != nil {
+                let ending = (try? Response.decode(end.dropFirst(Framing.headerSize)))
+                precondition(ending?.id == watchID && ending?.status.code == .cancelled && ending?.continues == false,
+                             "a cancelled watch must end with CANCELLED and no continues")
+            }
+        case .stats:
+            ResponseFrameWriter.appendOK(id: request.id, field: .stats, body: BodyEncoder.stats(ServerStats()), to: &out)
+        default:
+            break
         }
         return out
     }
@@ -290,6 +321,9 @@ public final class FuzzHarness {
         if envelope.id != request.id {
             problems.append("frame \(index): request id \(request.id) answered with id \(envelope.id)")
         }
+        if envelope.continues && !(envelope.code == .ok && envelope.bodyFields == [MethodField.watch.rawValue]) {
+            problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered with continues set, but not as a watch frame")
+        }
         if envelope.code == .ok {
             let expected = Self.field(request.method)
             if envelope.bodyFields != [expected].compactMap({ $0?.rawValue }) {
@@ -313,7 +347,8 @@ public final class FuzzHarness {
         case (.serverInfo, .serverInfo), (.listCities, .listCities), (.getStore, .getStore), (.getShelf, .getShelf), (.listProducts, .listProducts), (.importCatalog, .importCatalog), (.exportCatalog, .exportCatalog),
              (.openSession, .openSession), (.getCart, .cart), (.addItem, .cart), (.setQuantity, .cart),
              (.removeItem, .cart), (.clearCart, .cart), (.checkout, .checkout), (.listOrders, .listOrders),
-             (.setProduct, .setProduct), (.register, .register), (.login, .login), (.logout, .logout), (.whoAmI, .whoAmI):
+             (.setProduct, .setProduct), (.register, .register), (.login, .login), (.logout, .logout), (.whoAmI, .whoAmI),
+             (.watch, .watch), (.cancelWatch, .cancelWatch), (.stats, .stats):
             return true
         default:
             return false
@@ -329,6 +364,8 @@ struct Envelope {
     var message = ""
     /// The body fields present, in order.
     var bodyFields: [UInt32] = []
+    /// More frames with this id follow (only a watch's frames say so).
+    var continues = false
 
     init?(_ bytes: ArraySlice<UInt8>) {
         var i = bytes.startIndex
@@ -355,6 +392,9 @@ struct Envelope {
             case (1, 0):
                 guard let v = varint() else { return nil }
                 id = v
+            case (3, 0):
+                guard let v = varint() else { return nil }
+                continues = v != 0
             case (2, 2):
                 guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
                 (code, message) = s

@@ -90,6 +90,15 @@ public enum FuzzSeeds {
                 Request(id: 67, method: .logout(session: session)),
                 Request(id: 68, method: .logout(session: "")),
             ])),
+            ("flow-watch", frames([
+                Request(id: 71, method: .watch(selector: .cityCode("spb"), sinceVersion: 0)),
+                Request(id: 72, method: .watch(selector: .storeUID(store), sinceVersion: 1)),
+                Request(id: 73, method: .watch(selector: .cityUID(""), sinceVersion: 0)),
+                Request(id: 71, method: .watch(selector: .cityCode("MSK"), sinceVersion: 0)),
+                Request(id: 74, method: .cancelWatch(watchID: 72)),
+                Request(id: 75, method: .cancelWatch(watchID: 72)),
+                Request(id: 76, method: .stats),
+            ])),
             ("flow-cart-rules", frames([
                 Request(id: 31, method: .addItem(cart("x"), productUID: a, quantity: 98)),
                 Request(id: 32, method: .addItem(cart("x"), productUID: a, quantity: 98)),

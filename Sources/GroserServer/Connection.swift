@@ -56,6 +56,10 @@ final class Connection {
     @exclusivity(unchecked) var unfinishedSince: UInt64 = 0
     /// The decoder's storage as last added to the loops' shared total.
     @exclusivity(unchecked) var accountedFrameBytes = 0
+    /// The connection's watches, in the order they started.
+    @exclusivity(unchecked) var watchers: [Watcher] = []
+    /// How many of `watchers` have a frame waiting.
+    @exclusivity(unchecked) var watchersPending = 0
 
     init(socket: Socket, peer: PeerCredentials?, serial: UInt64, maximumFrameBytes: Int, now: UInt64) {
         self.socket = socket

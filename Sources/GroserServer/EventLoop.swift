@@ -33,6 +33,10 @@ final class EventLoop: @unchecked Sendable {
     /// Bytes in unfinished frames across all loops, for `--max-unfinished-frame-bytes`.
     private let unfinished: UnfinishedFrames
     private let handoff: ConnectionHandoff
+    private let watches: WatchHub
+    private let counters: DaemonCounters
+    /// Connections with at least one watch.
+    @exclusivity(unchecked) private var watching: [Int32: Connection] = [:]
     /// The largest holding this loop has published to `unfinished` (may be
     /// stale on the high side until the next `enforceBudget`).
     @exclusivity(unchecked) private var publishedLargestHolding = 0
@@ -48,14 +52,13 @@ final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var output: [UInt8] = []
     private var listening = false
     private var acceptPausedUntil: UInt64 = 0
-    private var nextSerial: UInt64 = 0
     private var lastSweep: UInt64 = 0
     /// Answers from the commit queue, waiting for this loop's thread.
-    private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8])]>([])
+    private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)]>([])
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
          logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
-         stopping: @escaping @Sendable () -> Bool) throws(Errno) {
+         watches: WatchHub, counters: DaemonCounters, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
         self.service = service
@@ -65,6 +68,8 @@ final class EventLoop: @unchecked Sendable {
         self.openConnections = openConnections
         self.unfinished = unfinished
         self.handoff = handoff
+        self.watches = watches
+        self.counters = counters
         self.stopping = stopping
         epoll = try Epoll()
         wakeup = try EventFD()
@@ -119,6 +124,7 @@ final class EventLoop: @unchecked Sendable {
                         for socket in handoff.take(for: index) { adopt(socket) }
                         if unfinished.takeCheckRequest(loop: index) { budgetCheckDue = true }
                         deliverAnswers()
+                        deliverChanges()
                     default: handleEvents(fd: Int32(truncatingIfNeeded: token), events: events)
                     }
                     // Between events, so no connection is closed while in use.
@@ -170,8 +176,9 @@ final class EventLoop: @unchecked Sendable {
 
     /// Starts serving an accepted connection on this loop.
     private func adopt(_ socket: Socket) {
-        nextSerial += 1
-        let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: nextSerial,
+        let serial = counters.nextConnectionID.add(1, ordering: .relaxed).newValue
+        counters.connectionsAccepted.add(1, ordering: .relaxed)
+        let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: serial,
                                     maximumFrameBytes: config.maximumFrameBytes, now: monotonicNanoseconds())
         do {
             try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
@@ -182,7 +189,7 @@ final class EventLoop: @unchecked Sendable {
             return
         }
         connections[socket.descriptor] = connection
-        logger.debug("loop \(index): connection \(socket.descriptor) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
+        logger.debug("loop \(index): connection #\(serial) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
     }
 
     /// Over `--max-connections`: one UNAVAILABLE frame (if the socket takes
@@ -195,6 +202,7 @@ final class EventLoop: @unchecked Sendable {
         _ = frame.withUnsafeBytes { try? socket.write($0) }
         socket.close()
         openConnections.value.subtract(1, ordering: .relaxed)
+        counters.connectionsRefused.add(1, ordering: .relaxed)
         logger.warning("loop \(index): refused a connection: \(config.maximumConnections) are open")
     }
 
@@ -401,12 +409,25 @@ final class EventLoop: @unchecked Sendable {
                         _ receivedAt: UInt64, into out: inout [UInt8]) {
         if connection.held.isEmpty {
             let handled: RequestHandler.Handled
+            let start = out.count
+            let method: MethodField?
             if let request = Request.decodeCommonMethod(body) {
+                method = request.method.field
                 handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
             } else {
+                method = Request.methodField(of: body)
                 handled = handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
             }
-            if case .deferred(let request) = handled { submit(request, connection, receivedAt: receivedAt) }
+            defer {
+                if out.count > start {
+                    out.withUnsafeBytes { record(connection, method, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
+                }
+            }
+            switch handled {
+            case .answered: break
+            case .deferred(let request): submit(request, connection, receivedAt: receivedAt)
+            case .local(let request): answerLocal(request, connection, into: &out)
+            }
             return
         }
         // An earlier answer is awaited: this one waits its turn.
@@ -430,13 +451,14 @@ final class EventLoop: @unchecked Sendable {
         let slot = connection.hold(.awaiting)
         let fd = connection.socket.descriptor
         let serial = connection.serial
+        let method = request.method.field
         var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
                               receivedAt: receivedAt) { [self] frame in
             // One wakeup per batch of answers, not per answer (a write
             // syscall each): the loop takes the whole inbox when it wakes,
             // so only the answer that finds it empty needs to wake it.
             let first = inbox.withLock { inbox in
-                inbox.append((fd, serial, slot, frame))
+                inbox.append((fd, serial, slot, frame, method, receivedAt))
                 return inbox.count == 1
             }
             if first { wakeup.signal() }
@@ -452,7 +474,11 @@ final class EventLoop: @unchecked Sendable {
     private func fill(_ connection: Connection, slot: UInt64, frame: [UInt8]) {
         let handler = self.handler
         connection.fill(slot: slot, frame: frame) { request, receivedAt, out in
-            _ = handler.respond(to: request, receivedAt: receivedAt, into: &out)
+            let start = out.count
+            if case .local(let request) = handler.respond(to: request, receivedAt: receivedAt, into: &out) {
+                answerLocal(request, connection, into: &out)
+            }
+            out.withUnsafeBytes { record(connection, request.method.field, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
         }
     }
 
@@ -468,6 +494,7 @@ final class EventLoop: @unchecked Sendable {
             // The connection may have closed, and its descriptor been reused.
             guard let c = connections[a.fd], c.serial == a.serial else { continue }
             fill(c, slot: a.slot, frame: a.frame)
+            a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
             touched[a.fd] = c
         }
         for c in touched.values { finishIO(c) }
@@ -508,6 +535,7 @@ final class EventLoop: @unchecked Sendable {
     /// Writes pending output, resumes a connection that was waiting, then
     /// registers for the events it now needs (or closes it).
     private func finishIO(_ connection: Connection) {
+        if connection.watchersPending > 0 { emitWatchFrames(connection) }
         guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
         // A connection that waited answers the frames it read meanwhile,
         // for as long as the socket takes the answers: if they all went out at
@@ -556,6 +584,11 @@ final class EventLoop: @unchecked Sendable {
         logger.debug("loop \(index): connection \(fd) \(reason())")
         epoll.remove(fd)
         connections[fd] = nil
+        if !connection.watchers.isEmpty {
+            watching[fd] = nil
+            counters.watchers.subtract(connection.watchers.count, ordering: .relaxed)
+            connection.watchers = []
+        }
         connection.token.close()
         connection.socket.close()
         openConnections.value.subtract(1, ordering: .relaxed)
@@ -563,6 +596,124 @@ final class EventLoop: @unchecked Sendable {
             _ = unfinished.add(-connection.accountedFrameBytes)
             connection.accountedFrameBytes = 0
         }
+    }
+
+    // MARK: Stats
+
+    /// Counts one answer (the frame just written, its first frame when it
+    /// wrote several) for Stats, and logs it at debug level.
+    @inline(__always)
+    private func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
+        let (id, status) = ResponseFramePeek.idAndStatus(frame)
+        let elapsed = monotonicNanoseconds() &- receivedAt
+        counters.record(loop: index, method: method, status: status, nanoseconds: elapsed)
+        if logger.level == .debug {
+            logger.debug("connection #\(connection.serial) request \(id) \(method?.methodName ?? "(unknown)") \(status) \(elapsed / 1000) µs")
+        }
+    }
+
+    private func daemonStats() -> ServerStats {
+        let catalog = service.current
+        let tally = counters.requests()
+        var s = ServerStats()
+        s.serverVersion = ProtocolInfo.serverVersion
+        s.uptimeMilliseconds = (monotonicNanoseconds() &- service.startedAt) / 1_000_000
+        s.connections = UInt64(max(0, openConnections.value.load(ordering: .relaxed)))
+        s.connectionsAccepted = UInt64(counters.connectionsAccepted.load(ordering: .relaxed))
+        s.connectionsRefused = UInt64(counters.connectionsRefused.load(ordering: .relaxed))
+        s.watchers = UInt64(max(0, counters.watchers.load(ordering: .relaxed)))
+        s.watchFrames = UInt64(counters.watchFrames.load(ordering: .relaxed))
+        s.watchCoalesced = UInt64(counters.watchCoalesced.load(ordering: .relaxed))
+        s.watchersCutOff = UInt64(counters.watchersCutOff.load(ordering: .relaxed))
+        s.slowReadersCutOff = UInt64(counters.slowReadersCutOff.load(ordering: .relaxed))
+        s.methods = tally.methods
+        s.errors = tally.errorCounts
+        s.catalogVersion = catalog.version
+        s.catalogStores = UInt64(catalog.stores.count)
+        s.catalogProducts = UInt64(catalog.stores.values.reduce(0) { $0 + $1.productCount })
+        if let durability = counters.durability {
+            let h = durability.histogram
+            s.commitBatches = h.totalCount
+            s.fsync = LatencySummary(h)
+        }
+        s.residentBytes = UInt64(ProcessInfo.residentKilobytes() ?? 0) * 1024
+        return s
+    }
+
+    // MARK: Watches
+
+    /// A connection with this much output not yet taken gets no more watch
+    /// frames: its changes wait, merged, until the output drains.
+    static let watchOutputLimit = 64 * 1024
+
+    /// Answers Watch, CancelWatch and Stats, in the connection's answer order.
+    private func answerLocal(_ request: Request, _ connection: Connection, into out: inout [UInt8]) {
+        switch request.method {
+        case .watch(let selector, let since):
+            if WatchRequests.start(id: request.id, selector: selector, since: since, catalog: service.current, hub: watches,
+                                   watchers: &connection.watchers, into: &out) {
+                watching[connection.socket.descriptor] = connection
+                counters.watchers.add(1, ordering: .relaxed)
+                counters.watchFrames.add(1, ordering: .relaxed)
+            }
+        case .cancelWatch(let watchID):
+            var end: [UInt8] = []
+            var answer: [UInt8] = []
+            guard let removed = WatchRequests.cancel(id: request.id, watchID: watchID, watchers: &connection.watchers,
+                                                     streamEnd: &end, into: &answer) else {
+                out.append(contentsOf: answer)
+                return
+            }
+            if removed.hasPending { connection.watchersPending -= 1 }
+            counters.watchers.subtract(1, ordering: .relaxed)
+            if connection.watchers.isEmpty { watching[connection.socket.descriptor] = nil }
+            // The stream's last frame, then the CancelWatch answer.
+            out.append(contentsOf: end)
+            out.append(contentsOf: answer)
+        case .stats:
+            ResponseFrameWriter.appendOK(id: request.id, field: .stats, body: BodyEncoder.stats(daemonStats()), to: &out)
+        default:
+            ResponseFrameWriter.appendStatus(id: request.id, status: Status(.internal, "groserd routed a request to the wrong place."),
+                                             to: &out)
+        }
+    }
+
+    /// Hands the catalog changes waiting for this loop to its watchers, and
+    /// sends the frames their connections can take now.
+    private func deliverChanges() {
+        let (records, overflowed) = watches.take(for: index)
+        guard (!records.isEmpty || overflowed), !watching.isEmpty else { return }
+        var coalesced = 0
+        let catalog = overflowed ? service.current : nil
+        for connection in watching.values {
+            for i in connection.watchers.indices {
+                let had = connection.watchers[i].hasPending
+                if let catalog {
+                    let store = catalog.stores[connection.watchers[i].storeUID]
+                    connection.watchers[i].mustReload(version: store?.version ?? catalog.version, catalogVersion: catalog.version)
+                }
+                for r in records where r.storeUID == connection.watchers[i].storeUID {
+                    if connection.watchers[i].take(r) { coalesced += 1 }
+                }
+                if !had && connection.watchers[i].hasPending { connection.watchersPending += 1 }
+            }
+            if connection.watchersPending > 0 { finishIO(connection) }
+        }
+        if coalesced > 0 { counters.watchCoalesced.add(coalesced, ordering: .relaxed) }
+    }
+
+    /// Appends the connection's waiting watch frames to its output, when no
+    /// answer is owed before them and its output is not backed up.
+    private func emitWatchFrames(_ connection: Connection) {
+        guard connection.held.isEmpty, !connection.closeAfterFlush,
+              connection.pendingOutputBytes < Self.watchOutputLimit else { return }
+        var sent = 0
+        for i in connection.watchers.indices where connection.watchers[i].hasPending {
+            connection.watchers[i].emit(into: &connection.output)
+            sent += 1
+        }
+        connection.watchersPending = 0
+        counters.watchFrames.add(sent, ordering: .relaxed)
     }
 
     // MARK: Timeouts
@@ -595,6 +746,8 @@ final class EventLoop: @unchecked Sendable {
             }
             if connection.stalledSince != 0 && connection.pendingOutputBytes > 0 && now &- connection.stalledSince > stallLimit {
                 logger.info("loop \(index): connection \(connection.socket.descriptor) read none of its \(connection.pendingOutputBytes) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
+                counters.slowReadersCutOff.add(1, ordering: .relaxed)
+                if !connection.watchers.isEmpty { counters.watchersCutOff.add(1, ordering: .relaxed) }
                 close(connection, reason: "cut off: not reading")
             } else if idleLimit > 0 && connection.held.isEmpty && connection.pendingOutputBytes == 0
                         && now &- connection.lastProgress > idleLimit {

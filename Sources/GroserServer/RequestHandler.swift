@@ -24,6 +24,9 @@ public struct RequestHandler: Sendable {
         /// The request needs the store: it goes to the commit queue, and its
         /// response comes later.
         case deferred(Request)
+        /// The request is about the connection itself (Watch, CancelWatch)
+        /// or the whole daemon (Stats): its event loop answers it.
+        case local(Request)
     }
 
     /// Answers one frame body, appending one whole response frame to `out`,
@@ -55,6 +58,14 @@ public struct RequestHandler: Sendable {
         return true
     }
 
+    /// Methods the event loop answers itself.
+    static func answeredByLoop(_ method: RequestMethod) -> Bool {
+        switch method {
+        case .watch, .cancelWatch, .stats: true
+        default: false
+        }
+    }
+
     /// True when a request's deadline passed; then its answer is appended.
     public static func expired(_ request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Bool {
         guard request.deadlineMilliseconds != 0 else { return false }
@@ -72,6 +83,7 @@ public struct RequestHandler: Sendable {
         if Self.refusedForReservedID(request, into: &out) { return .answered }
         if Self.expired(request, receivedAt: receivedAt, into: &out) { return .answered }
         if CommerceService.handles(request.method) { return .deferred(request) }
+        if Self.answeredByLoop(request.method) { return .local(request) }
         answerCatalog(request, into: &out)
         return .answered
     }
@@ -290,7 +302,9 @@ public struct RequestHandler: Sendable {
     }
 
     /// A client-supplied string cut to a length fit for one error sentence.
-    private func printable(_ s: String) -> String {
+    private func printable(_ s: String) -> String { Self.printable(s) }
+
+    static func printable(_ s: String) -> String {
         s.count <= 64 ? s : String(s.prefix(64)) + "…"
     }
 }

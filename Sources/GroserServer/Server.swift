@@ -25,6 +25,7 @@ public final class Server: Sendable {
     private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
     private let openConnections = ConnectionCount()
+    private let customers: CustomerService?
 
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
@@ -36,6 +37,7 @@ public final class Server: Sendable {
         self.config = config
         self.service = service
         self.logger = logger
+        self.customers = customers
         let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
                                     imageBaseURL: config.imageBaseURL)
         let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
@@ -57,14 +59,19 @@ public final class Server: Sendable {
         }
         let unfinished = UnfinishedFrames(limit: config.maximumUnfinishedFrameBytes, loops: max(1, config.threads))
         let handoff = ConnectionHandoff(loops: max(1, config.threads))
+        let watches = WatchHub(catalog: service.current, loops: max(1, config.threads))
+        service.subscribe { change in watches.publish(change) }
+        let counters = DaemonCounters(loops: max(1, config.threads), durability: customers?.durability)
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
                                            logger: logger, openConnections: openConnections, unfinished: unfinished, handoff: handoff,
+                                           watches: watches, counters: counters,
                                            stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }
             unfinished.attach(wakers: loops.map { loop in { loop.wake() } })
             handoff.attach(wakers: loops.map { loop in { loop.wake() } })
+            watches.attach(wakers: loops.map { loop in { loop.wake() } })
             for loop in loops {
                 threads.append(try OSThread(name: "groserd-loop\(loop.index)") { loop.run() })
             }

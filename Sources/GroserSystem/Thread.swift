@@ -36,6 +36,14 @@ public final class OSThread: @unchecked Sendable {
         while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
     }
 
+    /// Lets the thread's resources go when it ends, unjoined. Call once,
+    /// instead of `join`.
+    public func detach() {
+        precondition(!joined, "thread joined or detached twice")
+        joined = true
+        pthread_detach(handle)
+    }
+
     /// Waits for the thread to finish. Call once.
     public func join() {
         precondition(!joined, "thread joined twice")

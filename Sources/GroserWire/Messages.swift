@@ -32,6 +32,11 @@ public enum RequestMethod: Sendable, Hashable {
     case login(LoginDetails)
     case logout(session: String)
     case whoAmI(session: String)
+    /// Starts a stream of catalog changes of one store (PROTOCOL.md §7B).
+    case watch(selector: StoreSelector?, sinceVersion: UInt64)
+    /// Ends the watch started by the request `watchID` on this connection.
+    case cancelWatch(watchID: UInt64)
+    case stats
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -176,6 +181,9 @@ public enum ResponseBody: Sendable, Hashable {
     case login(LoginResult)
     case logout
     case whoAmI(Identity)
+    case watch(WatchEvent)
+    case cancelWatch
+    case stats(ServerStats)
 }
 
 /// A server-to-client frame's message.
@@ -183,11 +191,14 @@ public struct Response: Sendable, Hashable {
     public var id: UInt64
     public var status: Status
     public var body: ResponseBody
+    /// More frames with this id follow (a watch's stream).
+    public var continues: Bool
 
-    public init(id: UInt64, status: Status = .ok, body: ResponseBody = .none) {
+    public init(id: UInt64, status: Status = .ok, body: ResponseBody = .none, continues: Bool = false) {
         self.id = id
         self.status = status
         self.body = body
+        self.continues = continues
     }
 }
 
@@ -230,6 +241,9 @@ extension RequestMethod {
         case .login: .login
         case .logout: .logout
         case .whoAmI: .whoAmI
+        case .watch: .watch
+        case .cancelWatch: .cancelWatch
+        case .stats: .stats
         case .unknown: nil
         }
     }

@@ -101,6 +101,9 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case login = 27
     case logout = 28
     case whoAmI = 29
+    case watch = 30
+    case cancelWatch = 31
+    case stats = 32
 
     /// The method's name as ServerInfo lists it.
     public var methodName: String {
@@ -125,6 +128,9 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
         case .login: "Login"
         case .logout: "Logout"
         case .whoAmI: "WhoAmI"
+        case .watch: "Watch"
+        case .cancelWatch: "CancelWatch"
+        case .stats: "Stats"
         }
     }
 }
@@ -133,6 +139,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
 public enum ResponseFrameWriter {
     @usableFromInline static let idField: UInt32 = 1
     private static let statusField: UInt32 = 2
+    private static let continuesField: UInt32 = 3
     private static let statusCodeField: UInt32 = 1
     private static let statusMessageField: UInt32 = 2
 
@@ -236,6 +243,36 @@ public enum ResponseFrameWriter {
         body.withUnsafeBytes { appendOK(id: id, field: field, body: $0, to: &out) }
     }
 
+    /// Appends one frame of a stream (a watch's): the id, `continues`
+    /// (field 3) when more frames follow, then the body followed by one more
+    /// varint field when `value` is not 0 (a field that differs per watcher,
+    /// after a body encoded once for all of them).
+    public static func appendStreamFrame(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer,
+                                         appendingVarintField number: UInt32 = 0, value: UInt64 = 0,
+                                         continues: Bool, to out: inout [UInt8]) {
+        let suffixSize = value == 0 ? 0 : ProtoWriter.tagSize(field: number) + ProtoWriter.varintSize(value)
+        let bodyCount = body.count + suffixSize
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let continuesSize = continues ? 2 : 0
+        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyCount)) + bodyCount
+        Framing.appendHeader(length: idSize + continuesSize + bodySize, to: &out)
+        if id != 0 {
+            ProtoWriter.appendTag(field: idField, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(id, to: &out)
+        }
+        if continues {
+            ProtoWriter.appendTag(field: continuesField, wireType: ProtoWriter.wireVarint, to: &out)
+            out.append(1)
+        }
+        ProtoWriter.appendTag(field: field.rawValue, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+        ProtoWriter.appendVarint(UInt64(bodyCount), to: &out)
+        out.append(contentsOf: body)
+        if value != 0 {
+            ProtoWriter.appendTag(field: number, wireType: ProtoWriter.wireVarint, to: &out)
+            ProtoWriter.appendVarint(value, to: &out)
+        }
+    }
+
     /// Appends a response that carries only a status (an error).
     public static func appendStatus(id: UInt64, status: Status, to out: inout [UInt8]) {
         let message = Array(status.message.utf8)
@@ -262,4 +299,69 @@ public enum ResponseFrameWriter {
             out.append(contentsOf: message)
         }
     }
+}
+
+/// What Stats and the request log need from an answer frame the daemon
+/// wrote: its id and status code, read from the envelope's first fields
+/// without decoding it (the id, `continues`, then the status or the body).
+public enum ResponseFramePeek {
+    public static func idAndStatus(_ frame: UnsafeRawBufferPointer) -> (id: UInt64, status: StatusCode) {
+        var i = Framing.headerSize
+        var id: UInt64 = 0
+        func varint() -> UInt64? { readVarint(frame, &i) }
+        while i < frame.count, let key = varint() {
+            switch key {
+            case 1 << 3: id = varint() ?? 0  // id
+            case 3 << 3: _ = varint()  // continues
+            case 2 << 3 | 2:  // status
+                guard let length = varint() else { return (id, .unknown) }
+                let end = min(frame.count, i + Int(length))
+                while i < end, let k = varint() {
+                    if k == 1 << 3 { return (id, StatusCode(rawValue: Int32(truncatingIfNeeded: varint() ?? 2))) }
+                    if k & 7 == 2 { i += Int(varint() ?? 0) } else { _ = varint() }
+                }
+                return (id, .ok)
+            default:
+                return (id, .ok)
+            }
+        }
+        return (id, .ok)
+    }
+}
+
+extension Request {
+    /// The method field of the request in `bytes` (a look at the top-level
+    /// keys only), or nil when it names none this build knows.
+    public static func methodField(of bytes: UnsafeRawBufferPointer) -> MethodField? {
+        var i = 0
+        func varint() -> UInt64? { readVarint(bytes, &i) }
+        var found: MethodField?
+        while i < bytes.count, let key = varint() {
+            switch key & 7 {
+            case 0: guard varint() != nil else { return found }
+            case 1: i += 8
+            case 2:
+                guard let n = varint() else { return found }
+                if let m = MethodField(rawValue: UInt32(truncatingIfNeeded: key >> 3)), key >> 3 <= UInt64(UInt32.max) { found = m }
+                i += Int(truncatingIfNeeded: min(n, UInt64(Int.max / 2)))
+            case 5: i += 4
+            default: return found
+            }
+        }
+        return found
+    }
+}
+
+/// The varint at `i` in `bytes`, moving `i` past it; nil when it runs off the end.
+private func readVarint(_ bytes: UnsafeRawBufferPointer, _ i: inout Int) -> UInt64? {
+    var v: UInt64 = 0
+    var shift: UInt64 = 0
+    while i < bytes.count && shift < 64 {
+        let b = bytes[i]
+        i += 1
+        v |= UInt64(b & 0x7f) << shift
+        if b < 0x80 { return v }
+        shift += 7
+    }
+    return nil
 }

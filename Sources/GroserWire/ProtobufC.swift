@@ -349,7 +349,7 @@ extension Request {
             case .unknown:
                 break
             default:
-                if !arena.commerceMethod(method, into: p) { _ = arena.accountMethod(method, into: p) }
+                if !arena.commerceMethod(method, into: p) && !arena.accountMethod(method, into: p) { _ = arena.watchMethod(method, into: p) }
             }
         }
         return withMessage(p, pack)
@@ -452,7 +452,7 @@ extension Request {
             method = .listProducts(ProductPageRequest(storeUID: str(g.store_uid), shelfUID: str(g.shelf_uid),
                                                       pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
-            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? .unknown
+            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? decodeWatchMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -509,9 +509,9 @@ extension Response {
                                              nextPageToken: str(b.next_page_token), storeVersion: b.store_version,
                                              totalSize: b.total_size))
         default:
-            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? .none
+            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? decodeWatchBody(c) ?? .none
         }
-        return Response(id: c.id, status: status, body: body)
+        return Response(id: c.id, status: status, body: body, continues: c.continues != 0)
     }
 
     /// Reads a Response from a frame's body.
@@ -546,6 +546,12 @@ extension Response {
         case .login(let v): ResponseFrameWriter.appendOK(id: id, field: .login, body: BodyEncoder.login(v), to: &out)
         case .logout: ResponseFrameWriter.appendOK(id: id, field: .logout, body: BodyEncoder.logout(), to: &out)
         case .whoAmI(let v): ResponseFrameWriter.appendOK(id: id, field: .whoAmI, body: BodyEncoder.whoAmI(v), to: &out)
+        case .watch(let v):
+            BodyEncoder.watchEvent(v).withUnsafeBytes { body in
+                ResponseFrameWriter.appendStreamFrame(id: id, field: .watch, body: body, continues: continues, to: &out)
+            }
+        case .cancelWatch: ResponseFrameWriter.appendOK(id: id, field: .cancelWatch, body: BodyEncoder.cancelWatch(), to: &out)
+        case .stats(let v): ResponseFrameWriter.appendOK(id: id, field: .stats, body: BodyEncoder.stats(v), to: &out)
         }
         return out
     }

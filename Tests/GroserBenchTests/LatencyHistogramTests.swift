@@ -1,4 +1,4 @@
-@testable import GroserBench
+@testable import GroserSystem
 import Testing
 
 @Suite("the latency histogram")

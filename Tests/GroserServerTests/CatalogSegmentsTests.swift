@@ -83,7 +83,10 @@ struct CatalogSegmentsTests {
         // The change record names what was re-encoded.
         let published = changes.withLock { $0 }
         #expect(published == [CatalogChange(catalogVersion: after.version,
-                                             stores: [StoreChange(storeUID: spb.uid, storeVersion: after.version, shelfUIDs: [shelf.uid])])])
+                                             stores: [StoreChange(storeUID: spb.uid, storeVersion: after.version, shelfUIDs: [shelf.uid],
+                                                                  products: [ProductChange(uid: product.uid, shelfUID: shelf.uid,
+                                                                                           price: Money(minorUnits: 12_345, currency: product.price.currency),
+                                                                                           outOfStock: product.outOfStock)])])])
         // And the answers show the new price.
         let r = try call(Request(id: 1, method: .getShelf(shelfUID: shelf.uid)), handler: f.handler())
         #expect(r.shelfContents?.shelf.products.first { $0.uid == product.uid }?.price.minorUnits == 12_345)

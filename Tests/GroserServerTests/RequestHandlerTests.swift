@@ -241,8 +241,8 @@ struct RequestHandlerTests {
     }
 
     @Test func aMethodFromANewerClientIsUnimplementedWithItsID() throws {
-        // id 77, deadline 1000, then field 30 (length-delimited, empty): a method this server does not know.
-        let r = try respond(toFrame: [0x08, 77, 0x10, 0xE8, 0x07, 0xF2, 0x01, 0x00])
+        // id 77, deadline 1000, then field 99 (length-delimited, empty): a method this server does not know.
+        let r = try respond(toFrame: [0x08, 77, 0x10, 0xE8, 0x07, 0x9A, 0x06, 0x00])
         #expect(r.id == 77)
         #expect(r.status.code == .unimplemented)
         #expect(r.body == .none)

@@ -68,9 +68,9 @@ struct FieldCountTests {
     }
 
     @Test func oneLargeUnknownFieldIsReadAsOneField() throws {
-        // id 42, then field 31 (unknown) holding 4 MiB − 8 bytes: a newer client's big field.
+        // id 42, then field 99 (unknown) holding 4 MiB − 8 bytes: a newer client's big field.
         let pad = Framing.defaultMaximumFrameBytes - 8
-        let frame: [UInt8] = [0x08, 0x2A, 0xFA, 0x01] + varint(pad) + [UInt8](repeating: 0x18, count: pad)
+        let frame: [UInt8] = [0x08, 0x2A, 0x9A, 0x06] + varint(pad) + [UInt8](repeating: 0x18, count: pad)
         #expect(count(frame) == 2)
         let request = try Request.decode(frame)
         #expect(request.id == 42)

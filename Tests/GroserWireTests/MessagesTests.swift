@@ -138,8 +138,8 @@ struct MessagesTests {
     }
 
     @Test func aMethodFromANewerClientDecodesAsUnknownWithItsId() throws {
-        // id 77, then field 30 (length-delimited, empty): a method number no build has.
-        let bytes: [UInt8] = [0x08, 77, 0xF2, 0x01, 0x00]
+        // id 77, then field 99 (length-delimited, empty): a method number no build has.
+        let bytes: [UInt8] = [0x08, 77, 0x9A, 0x06, 0x00]
         #expect(try Request.decode(bytes) == Request(id: 77, method: .unknown))
     }
 

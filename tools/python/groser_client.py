@@ -56,7 +56,7 @@ DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 _LEN = struct.Struct(">I")
 
 # Request oneof case -> the Response body case an OK answer carries.
-METHODS = ("server_info", "list_cities", "get_store", "get_shelf")
+METHODS = ("server_info", "list_cities", "get_store", "get_shelf", "watch", "cancel_watch", "stats")
 
 
 class GroserError(Exception):
@@ -131,6 +131,9 @@ class Client:
         self.on_push = on_push
         self._ids = itertools.count(1)
         self._early: dict[int, service_pb2.Response] = {}  # read while waiting for another id
+        # Frames of open watches (streams: many frames with one id), read
+        # while waiting for something else, by watch id.
+        self._streams: dict[int, list[service_pb2.Response]] = {}
         self._buf = bytearray()  # received bytes not yet parsed into frames
         self.sock: Optional[socket.socket] = None
 
@@ -250,6 +253,8 @@ class Client:
                 return resp
             if resp.id == 0:
                 self._dispatch_id0(resp)
+            elif resp.id in self._streams:
+                self._streams[resp.id].append(resp)
             else:
                 self._early[resp.id] = resp
 
@@ -319,6 +324,8 @@ class Client:
                             resp = self._decode(payload)
                             if resp.id == 0:
                                 self._dispatch_id0(resp)
+                            elif resp.id in self._streams:
+                                self._streams[resp.id].append(resp)
                             elif resp.id in pending:
                                 pending.discard(resp.id)
                                 got[resp.id] = resp
@@ -363,6 +370,91 @@ class Client:
 
     def get_shelf(self, shelf_uid: str, deadline_ms: int = 0) -> service_pb2.GetShelfResponse:
         return self.call(self.request("get_shelf", deadline_ms, shelf_uid=shelf_uid))
+
+    def stats(self) -> service_pb2.StatsResponse:
+        return self.call(self.request("stats"))
+
+    # -- watching (PROTOCOL.md §7B) ---------------------------------------
+
+    def watch(self, city_code: Optional[str] = None, city_uid: Optional[str] = None,
+              store_uid: Optional[str] = None, since_version: int = 0) -> "Watch":
+        """Start a watch on this connection; its first frame is read before
+        returning (a refused Watch raises GroserError). Iterate the Watch for
+        the WatchEvents that follow; Watch.cancel() ends it."""
+        req = self.request("watch", city_code=city_code, city_uid=city_uid, store_uid=store_uid,
+                           since_version=since_version or None)
+        rid = self.send_request(req)
+        self._streams[rid] = []
+        w = Watch(self, rid)
+        try:
+            w.first = w.next_event()
+        except BaseException:
+            self._streams.pop(rid, None)
+            raise
+        return w
+
+    def _next_stream_frame(self, watch_id: int) -> service_pb2.Response:
+        queue = self._streams[watch_id]
+        while not queue:
+            resp = self.read_response()
+            if resp.id == 0:
+                self._dispatch_id0(resp)
+            elif resp.id in self._streams:
+                self._streams[resp.id].append(resp)
+            else:
+                self._early[resp.id] = resp
+        return queue.pop(0)
+
+
+class Watch:
+    """An open watch: iterate for WatchEvent messages (the first, with
+    `initial` set, is in .first). A frame without `continues` ends it: a
+    GroserError carries its status (CANCELLED after cancel())."""
+
+    def __init__(self, client: Client, watch_id: int):
+        self.client = client
+        self.id = watch_id
+        self.first: Optional[service_pb2.WatchEvent] = None
+        self.ended = False
+
+    def next_event(self) -> service_pb2.WatchEvent:
+        if self.ended:
+            raise StopIteration
+        resp = self.client._next_stream_frame(self.id)
+        code, message = status_of(resp)
+        if not resp.continues:
+            self.ended = True
+            self.client._streams.pop(self.id, None)
+        if code != StatusCode.OK:
+            raise GroserError(code, message, resp.id)
+        if resp.WhichOneof("body") != "watch":
+            raise ProtocolError(f"watch {self.id} sent body {resp.WhichOneof('body')!r}")
+        return resp.watch
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> service_pb2.WatchEvent:
+        try:
+            return self.next_event()
+        except GroserError:
+            if self.ended:
+                raise StopIteration
+            raise
+
+    def cancel(self) -> list[service_pb2.WatchEvent]:
+        """Send CancelWatch; return the frames that were still on their way,
+        once the stream's CANCELLED end and the CancelWatch answer arrived."""
+        rid = self.client.send_request(self.client.request("cancel_watch", watch_id=self.id))
+        left: list[service_pb2.WatchEvent] = []
+        while not self.ended:
+            try:
+                left.append(self.next_event())
+            except GroserError as e:
+                if e.code != StatusCode.CANCELLED:
+                    raise
+        self.client.check(self.client.request("cancel_watch"), self.client.wait_for(rid))
+        return left
 
 
 def format_money(m: catalog_pb2.Money) -> str:

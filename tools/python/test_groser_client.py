@@ -32,7 +32,8 @@ READY_TIMEOUT = 10.0
 EXIT_TIMEOUT = 10.0
 METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
               "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts",
-              "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout", "WhoAmI"]
+              "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout", "WhoAmI",
+              "Watch", "CancelWatch", "Stats"]
 
 
 class Daemon:

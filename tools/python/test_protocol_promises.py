@@ -414,6 +414,14 @@ def id0_requests(session: str, store: str, product: str) -> list[service_pb2.Req
         r, sub = request(method)
         sub.session = session
         reqs.append(r)
+    r, sub = request("watch")
+    sub.store_uid = store
+    reqs.append(r)
+    r, sub = request("cancel_watch")
+    sub.watch_id = 1
+    reqs.append(r)
+    r, _ = request("stats")
+    reqs.append(r)
     every_method = {f.name for f in service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields}
     assert {r.WhichOneof("method") for r in reqs} == every_method
     return reqs
@@ -841,5 +849,43 @@ def test_13_sigterm_with_a_client_not_reading():
         assert reader_end.truncated == 0, "the reading client got a truncated frame"
         idle.close()
         reader.close()
+    finally:
+        d.cleanup()
+
+
+def test_7b_watch_streams_changes_with_continues_until_cancel():
+    """§7B: a Watch is answered by frames with its id and `continues` set:
+    first the store's version (initial), then one per change naming the
+    products with their new price and stock flag, each following the one
+    before (previous_version); CancelWatch ends the stream with a CANCELLED
+    frame (continues unset), then answers. Done with the Python client."""
+    from groser_client import Client as PyClient, GroserError
+    d = Daemon("--threads", "2")
+    try:
+        c = PyClient(d.socket, timeout=10).connect()
+        store = c.get_store(city_code="SPB", include_products=True)
+        products = [p for dep in store.store.departments for sh in dep.shelves for p in sh.products]
+        w = c.watch(city_code="SPB")
+        assert w.first.initial and w.first.store_uid == store.store.summary.uid
+        assert w.first.store_version == store.store_version
+        admin = PyClient(d.socket, timeout=10).connect()
+        target = products[0]
+        call_ok(admin, set_product(target.uid, price=target.price.minor_units + 700, stock=0))
+        event = next(w)
+        assert not event.initial and event.previous_version == w.first.store_version
+        assert event.store_version > event.previous_version
+        assert [(p.uid, p.price.minor_units, p.out_of_stock) for p in event.products] == \
+            [(target.uid, target.price.minor_units + 700, True)]
+        # Other calls on the watching connection still work meanwhile.
+        assert c.server_info().protocol_version == 1
+        # Resume from the first version on a new connection: the change is caught up.
+        c2 = PyClient(d.socket, timeout=10).connect()
+        w2 = c2.watch(store_uid=store.store.summary.uid, since_version=w.first.store_version)
+        assert not w2.first.reload and [p.uid for p in w2.first.products] == [target.uid]
+        assert w.cancel() == []
+        assert w.ended
+        with pytest.raises(GroserError) as e:
+            c.call(c.request("cancel_watch", watch_id=w.id))
+        assert e.value.code == StatusCode.NOT_FOUND
     finally:
         d.cleanup()

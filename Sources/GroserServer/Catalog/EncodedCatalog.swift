@@ -1,4 +1,7 @@
 import GroserStorage
+#if canImport(Glibc)
+import Glibc
+#endif
 import GroserWire
 
 /// One shelf's products, encoded once: the `Shelf` message (uid, name,
@@ -41,6 +44,26 @@ public final class ShelfSegment: Sendable {
         }
         message = out
         productRanges = ranges
+    }
+
+    /// The products of `served` (this segment's products, in its order)
+    /// whose encoding differs from the one at the same place in `old`: the
+    /// ones a change touched, compared byte for byte, one shelf's worth.
+    func changedProducts(since old: ShelfSegment, served: [Product]) -> [ProductChange] {
+        var changed: [ProductChange] = []
+        for (i, p) in served.enumerated() where i < productRanges.count {
+            let same = i < old.productRanges.count && productRanges[i].count == old.productRanges[i].count
+                && message.withUnsafeBytes { new in
+                    old.message.withUnsafeBytes { was in
+                        let a = productRanges[i], b = old.productRanges[i]
+                        return memcmp(new.baseAddress! + Int(a.start), was.baseAddress! + Int(b.start), Int(a.count)) == 0
+                    }
+                }
+            if !same {
+                changed.append(ProductChange(uid: p.uid, shelfUID: uid, price: p.price, outOfStock: p.outOfStock))
+            }
+        }
+        return changed
     }
 }
 
@@ -346,22 +369,28 @@ public final class EncodedCatalog: Sendable {
     func replacing(shelves changed: [String: [Product]], version: UInt64) -> (EncodedCatalog, CatalogChange)? {
         var stores = self.stores
         var touched: [String: [String]] = [:]
-        for (uid, products) in changed {
+        var products: [String: [ProductChange]] = [:]
+        for (uid, shelfProducts) in changed {
             guard let l = shelfIndex.locations[uid], let store = stores[l.storeUID] else { return nil }
             let old = store.shelf(at: l)
-            let segment = ShelfSegment(Shelf(uid: uid, name: old.name, productCount: UInt32(clamping: products.count),
-                                             products: Self.served(products, imageBaseURL: imageBaseURL)))
+            let served = Self.served(shelfProducts, imageBaseURL: imageBaseURL)
+            let segment = ShelfSegment(Shelf(uid: uid, name: old.name, productCount: UInt32(clamping: served.count),
+                                             products: served))
             // A changed number of products changes the store's layout: that is an import's path.
             guard segment.productCount == old.productCount else { return nil }
             stores[l.storeUID] = store.replacing(shelfAt: l, with: segment, version: version)
             touched[l.storeUID, default: []].append(uid)
+            products[l.storeUID, default: []].append(contentsOf: segment.changedProducts(since: old, served: served))
         }
         let next = EncodedCatalog(version: version, listCitiesBody: listCitiesBody, stores: stores, shelfIndex: shelfIndex,
                                   serverInfoStaticBody: serverInfoStaticBody, defaultStoreByCityCode: defaultStoreByCityCode,
                                   defaultStoreByCityUID: defaultStoreByCityUID, imageBaseURL: imageBaseURL)
         let change = CatalogChange(
             catalogVersion: version,
-            stores: touched.keys.sorted().map { StoreChange(storeUID: $0, storeVersion: version, shelfUIDs: touched[$0]!.sorted()) })
+            stores: touched.keys.sorted().map {
+                StoreChange(storeUID: $0, storeVersion: version, shelfUIDs: touched[$0]!.sorted(),
+                            products: products[$0, default: []].sorted { $0.uid < $1.uid })
+            })
         return (next, change)
     }
 }
@@ -389,11 +418,14 @@ public struct StoreChange: Sendable, Hashable {
     public var storeVersion: UInt64
     /// The shelves whose segments were re-encoded.
     public var shelfUIDs: [String]
+    /// The products of those shelves whose encoding changed, as they are now.
+    public var products: [ProductChange]
 
-    public init(storeUID: String, storeVersion: UInt64, shelfUIDs: [String]) {
+    public init(storeUID: String, storeVersion: UInt64, shelfUIDs: [String], products: [ProductChange] = []) {
         self.storeUID = storeUID
         self.storeVersion = storeVersion
         self.shelfUIDs = shelfUIDs
+        self.products = products
     }
 }
 

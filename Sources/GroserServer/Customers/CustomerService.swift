@@ -13,6 +13,8 @@ public final class CustomerService: Sendable {
     private let logger: Logger
     private let nextOpen = Locked(0)
     let accounts: AccountService
+    /// Customer-log appends across the shards (they share one).
+    var durability: DurabilityStats { shards[0].context.durability }
 
     public struct Options: Sendable {
         public var directory: String

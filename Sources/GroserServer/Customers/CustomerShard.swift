@@ -28,6 +28,15 @@ struct ShardContext: Sendable {
     var yearMonth: @Sendable () -> (year: Int, month: Int)
     var unixTime: @Sendable () -> Int64
     var logger: Logger
+    /// Batches made durable and how long each append (write and fdatasync) took.
+    var durability = DurabilityStats()
+}
+
+/// Customer-log appends: how many, and their latency (Stats' fsync line).
+final class DurabilityStats: Sendable {
+    private let appends = Locked(LatencyHistogram())
+    func record(nanoseconds: UInt64) { appends.withLock { $0.record(nanoseconds) } }
+    var histogram: LatencyHistogram { appends.withLock { $0 } }
 }
 
 /// A request on its way to a shard, with its session's key.
@@ -178,7 +187,11 @@ final class CustomerShard: @unchecked Sendable {
                     stepAnswers.append(overlay.stepAnswer.take())
                 }
             }
-            if !overlay.records.isEmpty { try store.append(overlay.records) }
+            if !overlay.records.isEmpty {
+                let started = monotonicNanoseconds()
+                try store.append(overlay.records)
+                context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
+            }
         } catch {
             context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
             let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed. Try again later."))

@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "groser/v1/account.pb-c.h"
 #include "groser/v1/cart.pb-c.h"
 #include "groser/v1/catalog.pb-c.h"
+#include "groser/v1/watch.pb-c.h"
 
 typedef struct Groser__V1__Status Groser__V1__Status;
 typedef struct Groser__V1__Request Groser__V1__Request;
@@ -107,7 +108,10 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_REGISTER = 26,
   GROSER__V1__REQUEST__METHOD_LOGIN = 27,
   GROSER__V1__REQUEST__METHOD_LOGOUT = 28,
-  GROSER__V1__REQUEST__METHOD_WHO_AM_I = 29
+  GROSER__V1__REQUEST__METHOD_WHO_AM_I = 29,
+  GROSER__V1__REQUEST__METHOD_WATCH = 30,
+  GROSER__V1__REQUEST__METHOD_CANCEL_WATCH = 31,
+  GROSER__V1__REQUEST__METHOD_STATS = 32
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -151,6 +155,9 @@ struct  Groser__V1__Request
     Groser__V1__LoginRequest *login;
     Groser__V1__LogoutRequest *logout;
     Groser__V1__WhoAmIRequest *who_am_i;
+    Groser__V1__WatchRequest *watch;
+    Groser__V1__CancelWatchRequest *cancel_watch;
+    Groser__V1__StatsRequest *stats;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -179,7 +186,10 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_REGISTER = 26,
   GROSER__V1__RESPONSE__BODY_LOGIN = 27,
   GROSER__V1__RESPONSE__BODY_LOGOUT = 28,
-  GROSER__V1__RESPONSE__BODY_WHO_AM_I = 29
+  GROSER__V1__RESPONSE__BODY_WHO_AM_I = 29,
+  GROSER__V1__RESPONSE__BODY_WATCH = 30,
+  GROSER__V1__RESPONSE__BODY_CANCEL_WATCH = 31,
+  GROSER__V1__RESPONSE__BODY_STATS = 32
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -197,6 +207,11 @@ struct  Groser__V1__Response
    * absent when OK
    */
   Groser__V1__Status *status;
+  /*
+   * More frames with this id follow (a Watch's stream); unset on the last
+   * frame of a stream and on every other answer.
+   */
+  protobuf_c_boolean continues;
   Groser__V1__Response__BodyCase body_case;
   union {
     Groser__V1__ServerInfoResponse *server_info;
@@ -219,11 +234,14 @@ struct  Groser__V1__Response
     Groser__V1__LoginResponse *login;
     Groser__V1__LogoutResponse *logout;
     Groser__V1__WhoAmIResponse *who_am_i;
+    Groser__V1__WatchEvent *watch;
+    Groser__V1__CancelWatchResponse *cancel_watch;
+    Groser__V1__StatsResponse *stats;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__response__descriptor) \
-    , 0, NULL, GROSER__V1__RESPONSE__BODY__NOT_SET, {0} }
+    , 0, NULL, 0, GROSER__V1__RESPONSE__BODY__NOT_SET, {0} }
 
 
 struct  Groser__V1__ServerInfoRequest

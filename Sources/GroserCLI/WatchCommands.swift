@@ -1,0 +1,237 @@
+import GroserClient
+import GroserSystem
+
+extension Commands {
+    static let watch = Subcommand(
+        name: "watch", usage: "watch [--city CODE | --store UID] [--since VERSION] [--count N] [--json]",
+        abstract: """
+        Prints one line per change of a store's catalog as it happens (--json: one JSON object per line),
+        until interrupted. Reconnects by itself and resumes from the last version it printed.
+        Without --city or --store, the city saved by set-city is used.
+        """,
+        options: [
+            OptionSpec(name: "--city", valueName: "CODE", help: "a city code: its default store"),
+            OptionSpec(name: "--store", valueName: "UID", help: "a store uid"),
+            OptionSpec(name: "--since", valueName: "VERSION", help: "the store version held: changes since are printed first"),
+            OptionSpec(name: "--count", valueName: "N", help: "stop after N lines (the first, initial one included)"),
+        ],
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            let city = parsed.values["--city"]
+            let store = parsed.values["--store"]
+            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
+            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+            var since: UInt64 = 0
+            if let s = parsed.values["--since"] {
+                guard let v = UInt64(s) else { throw UsageError("--since must be a store version (a whole number), not \"\(s)\"", help: help) }
+                since = v
+            }
+            var count: Int?
+            if let c = parsed.values["--count"] {
+                guard let v = Int(c), v > 0 else { throw UsageError("--count must be a whole number above 0, not \"\(c)\"", help: help) }
+                count = v
+            }
+            return { ctx in
+                let selector: StoreSelector
+                if let city { selector = .cityCode(city) }
+                else if let store { selector = .storeUID(store) }
+                else {
+                    guard let code = try ClientSettings.load(from: ctx.settingsPath).cityCode else {
+                        throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
+                    }
+                    selector = .cityCode(code)
+                }
+                var printed = 0
+                try ctx.client().watch(selector, sinceVersion: since) { event in
+                    if ctx.options.json {
+                        ctx.out(ProtoJSON.watchEvent(event).compact() + "\n")
+                    } else {
+                        ctx.out(HumanOutput.watchEvent(event).text)
+                    }
+                    printed += 1
+                    return count.map { printed < $0 } ?? true
+                }
+            }
+        })
+
+    static let stats = Subcommand(
+        name: "stats", usage: "stats [--prometheus | --json]",
+        abstract: """
+        Shows groserd's counters, per-method request counts and latency percentiles, errors by status,
+        customer-log batches and fsync latency, catalog size and memory, as Redis INFO does;
+        --prometheus prints the Prometheus text format (for node_exporter's textfile collector).
+        """,
+        options: [OptionSpec(name: "--prometheus", valueName: nil, help: "print the Prometheus text exposition format")],
+        validate: { (parsed, help) throws(UsageError) in
+            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+            let prometheus = parsed.flags.contains("--prometheus")
+            return { ctx in
+                let s = try ctx.client().stats()
+                if prometheus {
+                    ctx.out(StatsOutput.prometheus(s))
+                } else {
+                    ctx.print(json: ProtoJSON.stats(s), human: StatsOutput.info(s))
+                }
+            }
+        })
+}
+
+extension HumanOutput {
+    /// One line per watch frame.
+    static func watchEvent(_ e: WatchEvent) -> TerminalText {
+        if e.initial {
+            var line: TerminalText = "\(e.storeUID) at version \(e.storeVersion)"
+            if e.reload { line += ": the changes since \(e.previousVersion) are not known; reload the store" }
+            else if !e.products.isEmpty { line += " (since \(e.previousVersion)): " + products(e.products) }
+            return line + "\n"
+        }
+        if e.reload { return "\(e.storeUID) version \(e.storeVersion) (after \(e.previousVersion)): reload the store\n" }
+        let shelves = e.shelfUIDs.count == 1 ? "1 shelf" : "\(e.shelfUIDs.count) shelves"
+        return "\(e.storeUID) version \(e.storeVersion) (after \(e.previousVersion)), \(shelves): " + products(e.products) + "\n"
+    }
+
+    private static func products(_ list: [ProductChange]) -> TerminalText {
+        TerminalText.joined(list.map { p in
+            "\(p.uid) \(price(p.price))" + (p.outOfStock ? " out of stock" : "")
+        }, separator: ", ")
+    }
+}
+
+extension ProtoJSON {
+    static func watchEvent(_ e: WatchEvent) -> JSON {
+        var fields: [(String, JSON)] = [("storeUid", .string(e.storeUID)), ("storeVersion", .uint64(e.storeVersion)),
+                                        ("previousVersion", .uint64(e.previousVersion))]
+        if e.reload { fields.append(("reload", .bool(true))) }
+        if !e.shelfUIDs.isEmpty { fields.append(("shelfUids", .array(e.shelfUIDs.map { .string($0) }))) }
+        if !e.products.isEmpty {
+            fields.append(("products", .array(e.products.map { p in
+                var f: [(String, JSON)] = [("uid", .string(p.uid)), ("shelfUid", .string(p.shelfUID)), ("price", money(p.price))]
+                if p.outOfStock { f.append(("outOfStock", .bool(true))) }
+                return .object(f)
+            })))
+        }
+        fields.append(("catalogVersion", .uint64(e.catalogVersion)))
+        if e.initial { fields.append(("initial", .bool(true))) }
+        return .object(fields)
+    }
+
+    static func latency(_ l: LatencySummary) -> JSON {
+        .object([("count", .uint64(l.count)), ("p50Us", .uint64(l.p50)), ("p90Us", .uint64(l.p90)), ("p99Us", .uint64(l.p99)),
+                 ("p999Us", .uint64(l.p999)), ("maxUs", .uint64(l.max)), ("sumUs", .uint64(l.sum))])
+    }
+
+    static func stats(_ s: ServerStats) -> JSON {
+        .object([
+            ("serverVersion", .string(s.serverVersion)), ("uptimeMs", .uint64(s.uptimeMilliseconds)),
+            ("connections", .uint64(s.connections)), ("connectionsAccepted", .uint64(s.connectionsAccepted)),
+            ("connectionsRefused", .uint64(s.connectionsRefused)), ("watchers", .uint64(s.watchers)),
+            ("watchFrames", .uint64(s.watchFrames)), ("watchCoalesced", .uint64(s.watchCoalesced)),
+            ("watchersCutOff", .uint64(s.watchersCutOff)),
+            ("methods", .array(s.methods.map { m in
+                .object([("method", .string(m.method)), ("requests", .uint64(m.requests)), ("errors", .uint64(m.errors)),
+                         ("latency", latency(m.latency))])
+            })),
+            ("errors", .array(s.errors.map { e in
+                .object([("code", .uint32(UInt32(bitPattern: e.code.rawValue))), ("count", .uint64(e.count)),
+                         ("name", .string(e.code.description))])
+            })),
+            ("catalogVersion", .uint64(s.catalogVersion)), ("catalogStores", .uint64(s.catalogStores)),
+            ("catalogProducts", .uint64(s.catalogProducts)), ("commitBatches", .uint64(s.commitBatches)),
+            ("fsync", latency(s.fsync)), ("residentBytes", .uint64(s.residentBytes)),
+            ("slowReadersCutOff", .uint64(s.slowReadersCutOff)),
+        ])
+    }
+}
+
+/// Stats for people (Redis INFO's layout: `# Section`, then `key:value`)
+/// and for Prometheus.
+enum StatsOutput {
+    static func info(_ s: ServerStats) -> TerminalText {
+        var t: TerminalText = "# Server\nserver_version:\(s.serverVersion)\nuptime_in_seconds:\(s.uptimeMilliseconds / 1000)\n"
+        t += "\n# Clients\nconnected_clients:\(s.connections)\ntotal_connections_received:\(s.connectionsAccepted)\n"
+        t += "rejected_connections:\(s.connectionsRefused)\nslow_readers_cut_off:\(s.slowReadersCutOff)\n"
+        t += "\n# Watch\nwatchers:\(s.watchers)\nwatch_frames:\(s.watchFrames)\nwatch_coalesced:\(s.watchCoalesced)\n"
+        t += "watchers_cut_off:\(s.watchersCutOff)\n"
+        t += "\n# Catalog\ncatalog_version:\(s.catalogVersion)\ncatalog_stores:\(s.catalogStores)\ncatalog_products:\(s.catalogProducts)\n"
+        t += "\n# Persistence\ncommit_batches:\(s.commitBatches)\n"
+        t += "fsync_usec:p50=\(s.fsync.p50),p90=\(s.fsync.p90),p99=\(s.fsync.p99),p999=\(s.fsync.p999),max=\(s.fsync.max)\n"
+        t += "\n# Memory\nused_memory_rss:\(s.residentBytes)\nused_memory_rss_human:\(megabytes(s.residentBytes))\n"
+        t += "\n# Commandstats\n"
+        for m in s.methods {
+            t += "cmdstat_\(m.method):calls=\(m.requests),errors=\(m.errors),usec=\(m.latency.sum),"
+            t += "p50_usec=\(m.latency.p50),p99_usec=\(m.latency.p99),p999_usec=\(m.latency.p999),max_usec=\(m.latency.max)\n"
+        }
+        t += "\n# Errorstats\n"
+        for e in s.errors { t += "errorstat_\(e.code.description):count=\(e.count)\n" }
+        return t
+    }
+
+    private static func megabytes(_ bytes: UInt64) -> String {
+        let tenths = bytes * 10 / (1024 * 1024)
+        return "\(tenths / 10).\(tenths % 10)M"
+    }
+
+    /// The Prometheus text exposition format (version 0.0.4).
+    static func prometheus(_ s: ServerStats) -> String {
+        var out = ""
+        func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
+            out += "# HELP groserd_\(name) \(help)\n# TYPE groserd_\(name) \(type)\n"
+            for sample in samples { out += "groserd_\(name)\(sample.labels) \(sample.value)\n" }
+        }
+        func seconds(_ microseconds: UInt64) -> String {
+            let whole = microseconds / 1_000_000
+            let fraction = String(microseconds % 1_000_000)
+            return "\(whole).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+        }
+        func summary(_ name: String, _ help: String, _ rows: [(labels: [String], latency: LatencySummary)]) {
+            out += "# HELP groserd_\(name) \(help)\n# TYPE groserd_\(name) summary\n"
+            for row in rows {
+                for (q, v) in [("0.5", row.latency.p50), ("0.9", row.latency.p90), ("0.99", row.latency.p99), ("0.999", row.latency.p999)] {
+                    out += "groserd_\(name){\((row.labels + ["quantile=\"\(q)\""]).joined(separator: ","))} \(seconds(v))\n"
+                }
+                let labels = row.labels.isEmpty ? "" : "{\(row.labels.joined(separator: ","))}"
+                out += "groserd_\(name)_sum\(labels) \(seconds(row.latency.sum))\n"
+                out += "groserd_\(name)_count\(labels) \(row.latency.count)\n"
+            }
+        }
+        metric("info", "gauge", "groserd's version.", [("{version=\"\(label(s.serverVersion))\"}", "1")])
+        metric("uptime_seconds", "gauge", "Seconds since groserd started.", [("", seconds(s.uptimeMilliseconds * 1000))])
+        metric("connections", "gauge", "Client connections open now.", [("", "\(s.connections)")])
+        metric("connections_accepted_total", "counter", "Client connections accepted since start.", [("", "\(s.connectionsAccepted)")])
+        metric("connections_refused_total", "counter", "Connections refused over --max-connections.", [("", "\(s.connectionsRefused)")])
+        metric("slow_readers_cut_off_total", "counter", "Connections closed for not reading their answers.", [("", "\(s.slowReadersCutOff)")])
+        metric("watchers", "gauge", "Watches open now.", [("", "\(s.watchers)")])
+        metric("watch_frames_total", "counter", "Watch frames sent.", [("", "\(s.watchFrames)")])
+        metric("watch_coalesced_total", "counter", "Catalog changes merged into a later watch frame.", [("", "\(s.watchCoalesced)")])
+        metric("watchers_cut_off_total", "counter", "Watching connections closed as slow readers.", [("", "\(s.watchersCutOff)")])
+        metric("requests_total", "counter", "Requests answered, by method.",
+               s.methods.map { ("{method=\"\(label($0.method))\"}", "\($0.requests)") })
+        metric("request_errors_total", "counter", "Requests answered with a status other than OK, by method.",
+               s.methods.map { ("{method=\"\(label($0.method))\"}", "\($0.errors)") })
+        metric("responses_by_status_total", "counter", "Answers with a status other than OK, by status code.",
+               s.errors.map { ("{code=\"\($0.code.description)\"}", "\($0.count)") })
+        summary("request_duration_seconds", "From reading a request to its answer being queued for the socket.",
+                s.methods.map { (["method=\"\(label($0.method))\""], $0.latency) })
+        metric("catalog_version", "gauge", "The catalog's version.", [("", "\(s.catalogVersion)")])
+        metric("catalog_stores", "gauge", "Stores in the catalog.", [("", "\(s.catalogStores)")])
+        metric("catalog_products", "gauge", "Products in the catalog.", [("", "\(s.catalogProducts)")])
+        metric("commit_batches_total", "counter", "Customer-log batches made durable.", [("", "\(s.commitBatches)")])
+        summary("fsync_duration_seconds", "Customer-log appends: one write and fdatasync per batch.", [([], s.fsync)])
+        metric("resident_memory_bytes", "gauge", "Resident memory (VmRSS).", [("", "\(s.residentBytes)")])
+        return out
+    }
+
+    /// A label value as the text format needs it: backslash, quote and line feed escaped.
+    private static func label(_ s: String) -> String {
+        var out = ""
+        for ch in s {
+            switch ch {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(ch)
+            }
+        }
+        return out
+    }
+}
