@@ -120,25 +120,9 @@ enum CatalogFile {
         mutating func begin(_ type: String) { text = "{\"type\":\"\(type)\"" }
         mutating func string(_ key: String, _ value: String) { text += ",\"\(key)\":" + Self.quote(value) }
         mutating func raw(_ key: String, _ value: String) { text += ",\"\(key)\":" + value }
-        /// Only `"` and `\` escaped; control characters cannot occur (§5.2),
-        /// and are written as \u00XX should a catalog hold one anyway.
-        static func quote(_ s: String) -> String {
-            var out = "\""
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                default:
-                    if scalar.value < 0x20 || scalar.value == 0x7f {
-                        let hex = String(scalar.value, radix: 16)
-                        out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        out.unicodeScalars.append(scalar)
-                    }
-                }
-            }
-            return out + "\""
-        }
+        /// Control characters cannot occur (§5.2); should a catalog hold
+        /// one anyway, it is escaped like every other JSON string groser writes.
+        static func quote(_ s: String) -> String { JSONString.quoted(s) }
     }
 }
 

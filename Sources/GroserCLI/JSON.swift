@@ -38,26 +38,7 @@ indirect enum JSON {
     /// A JSON string literal. Besides what JSON requires (", \\, and
     /// U+0000–U+001F), DEL and the C1 controls (U+0080–U+009F) are written
     /// as \\u00XX too, so `--json` output on a terminal cannot command it.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func quote(_ s: String) -> String { JSONString.quoted(s) }
 
     // Protobuf's JSON mapping: 64-bit integers are strings, 32-bit ones numbers.
     static func int64(_ n: Int64) -> JSON { .string(String(n)) }

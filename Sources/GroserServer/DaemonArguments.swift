@@ -9,7 +9,9 @@ public enum DaemonArguments {
 
     options:
       --socket PATH            socket to listen on (default: $GROSER_SOCKET, else
-                               $XDG_RUNTIME_DIR/groser/groserd.sock, else /tmp/groser-UID/groserd.sock)
+                               $XDG_RUNTIME_DIR/groser/groserd.sock, else /tmp/groser-UID/groserd.sock);
+                               @NAME is an abstract socket (no file). A socket passed by
+                               systemd (LISTEN_FDS) is used instead
       --data DIR               data directory holding groser.sqlite3 (default:
                                $XDG_DATA_HOME/groser, else ~/.local/share/groser)
       --image-base-url URL     scheme://host:port put before relative image URLs
@@ -50,7 +52,10 @@ public enum DaemonArguments {
                                into the snapshot (default: 67108864)
       --repair                 cut each customer log file at its first damaged record
                                (what is cut is lost), report, and exit
-      --log-level LEVEL        debug, info, warning or error (default: info)
+      --log-level LEVEL        debug, info, warning or error (default: info); debug logs
+                               one line per request
+      --log-format FORMAT      text or json (one object per line) (default: text)
+      --version                print the version and exit
       -h, --help               show this help
     """
 
@@ -58,6 +63,7 @@ public enum DaemonArguments {
     public enum Parsed: Sendable {
         case run(ServerConfig)
         case help
+        case version
         /// `--repair`: the data directory whose customer log to repair.
         case repair(ServerConfig)
     }
@@ -140,6 +146,14 @@ public enum DaemonArguments {
                 }
             case "--max-unfinished-frame-bytes": config.maximumUnfinishedFrameBytes = try positive(name, v(), upTo: 1 << 40)
             case "--max-quantity": config.maximumQuantity = UInt32(try positive(name, v(), upTo: 2_000_000_000))
+            case "--log-format":
+                let text = try v()
+                guard let format = LogFormat(rawValue: text) else {
+                    throw ServerError("--log-format must be text or json, not \"\(text)\"")
+                }
+                config.logFormat = format
+            case "--version":
+                return .version
             case "--log-level":
                 let text = try v()
                 guard let level = LogLevel(name: text) else {

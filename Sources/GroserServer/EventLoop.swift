@@ -100,9 +100,14 @@ final class EventLoop: @unchecked Sendable {
         RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt, maximumAnswerBytes: config.maximumFrameBytes)
     }
 
+    private let turnCount = Atomic<UInt64>(0)
+    /// How many times the loop has gone round (read by the watchdog).
+    var turns: UInt64 { turnCount.load(ordering: .relaxed) }
+
     /// Runs until the server stops; then answers what was read, flushes and closes.
     func run() {
         while !stopping() {
+            turnCount.add(1, ordering: .relaxed)
             let now = monotonicNanoseconds()
             // Wake at least once a second while there are connections, to
             // cut off stalled readers and idle connections.
@@ -600,11 +605,12 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: Stats
 
-    /// Counts one answer (the frame just written, its first frame when it
-    /// wrote several) for Stats, and logs it at debug level.
+    /// Counts one answer (the frame just written; of a CancelWatch's two,
+    /// its own answer, the last) for Stats, and logs it at debug level.
     @inline(__always)
     private func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
-        let (id, status) = ResponseFramePeek.idAndStatus(frame)
+        let (id, status) = method == .cancelWatch
+            ? ResponseFramePeek.lastIDAndStatus(frame) : ResponseFramePeek.idAndStatus(frame)
         let elapsed = monotonicNanoseconds() &- receivedAt
         counters.record(loop: index, method: method, status: status, nanoseconds: elapsed)
         if logger.level == .debug {

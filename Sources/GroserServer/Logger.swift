@@ -1,4 +1,5 @@
 import GroserSystem
+import GroserWire
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,20 +30,30 @@ public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
     }
 }
 
+/// How log lines are written.
+public enum LogFormat: String, Sendable {
+    /// `2026-12-02T16:45:23.123Z INFO groserd: message`
+    case text
+    /// `{"time":"2026-12-02T16:45:23.123Z","level":"info","message":"…"}`, one per line.
+    case json
+}
+
 /// A logger passed to the parts that log, never global. Messages are built
 /// only when their level is enabled. Tests capture lines with their own sink.
 public struct Logger: Sendable {
     public var level: LogLevel
+    public var format: LogFormat
     private let sink: @Sendable (String) -> Void
 
-    public init(level: LogLevel, sink: @escaping @Sendable (String) -> Void) {
+    public init(level: LogLevel, format: LogFormat = .text, sink: @escaping @Sendable (String) -> Void) {
         self.level = level
+        self.format = format
         self.sink = sink
     }
 
-    /// Lines to standard error: `2026-12-02T16:45:23Z INFO groserd: message`.
-    public static func standardError(level: LogLevel) -> Logger {
-        Logger(level: level) { line in StandardStreams.err(line + "\n") }
+    /// Lines to standard error: `2026-12-02T16:45:23.123Z INFO groserd: message`.
+    public static func standardError(level: LogLevel, format: LogFormat = .text) -> Logger {
+        Logger(level: level, format: format) { line in StandardStreams.err(line + "\n") }
     }
 
     /// A logger that drops everything.
@@ -50,7 +61,11 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard level >= self.level else { return }
-        sink("\(Self.timestamp()) \(level.label) groserd: \(message())")
+        switch format {
+        case .text: sink("\(Self.timestamp()) \(level.label) groserd: \(message())")
+        case .json:
+            sink("{\"time\":\"\(Self.timestamp())\",\"level\":\"\(level.label.lowercased())\",\"message\":\(Self.quote(message()))}")
+        }
     }
 
     public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
@@ -58,11 +73,19 @@ public struct Logger: Sendable {
     public func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
     public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
 
-    private static func timestamp() -> String {
-        var t = time(nil)
+    /// UTC with milliseconds: 2026-12-02T16:45:23.123Z.
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var t = now.tv_sec
         var tm = tm()
         gmtime_r(&t, &tm)
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec))Z"
+        let ms = Int(now.tv_nsec / 1_000_000)
+        let milliseconds = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(milliseconds)Z"
     }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    static func quote(_ s: String) -> String { JSONString.quoted(s) }
 }

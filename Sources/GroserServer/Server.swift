@@ -54,7 +54,7 @@ public final class Server: Sendable {
             try commits.start()
         } catch {
             listener.close()
-            try? Files.remove(config.socketPath)
+            removeSocketFile()
             throw ServerError("cannot start the commit thread: \(error)")
         }
         let unfinished = UnfinishedFrames(limit: config.maximumUnfinishedFrameBytes, loops: max(1, config.threads))
@@ -77,11 +77,44 @@ public final class Server: Sendable {
             }
         } catch {
             listener.close()
-            try? Files.remove(config.socketPath)
+            removeSocketFile()
             throw ServerError("cannot start the event loops: \(error)")
         }
         state.withLock { $0 = .running(loops: loops, threads: threads, listener: listener) }
-        logger.info("listening on \(config.socketPath) with \(loops.count) event loop(s); catalog version \(service.current.version)")
+        let catalog = service.current
+        logger.info("\(ProtocolInfo.serverVersion) listening on \(listeningOn) with \(loops.count) event loop(s); catalog version \(catalog.version), \(catalog.stores.count) stores, \(catalog.stores.values.reduce(0) { $0 + $1.productCount }) products")
+    }
+
+    /// What the log says the daemon listens on.
+    public var listeningOn: String {
+        if let passed = config.activatedListener {
+            return "the socket systemd passed (descriptor \(passed.descriptor), \"\(passed.name)\")"
+        }
+        return config.socketPath
+    }
+
+    /// True when every event loop went round its loop since the last call
+    /// (it wakes them first): what WATCHDOG=1 vouches for.
+    public func loopsAreTurning(waitMilliseconds: Int) -> Bool {
+        let loops: [EventLoop] = state.withLock { state in
+            guard case .running(let loops, _, _) = state else { return [] }
+            return loops
+        }
+        let before = loops.map { $0.turns }
+        for loop in loops { loop.wake() }
+        let deadline = monotonicNanoseconds() + UInt64(waitMilliseconds) * 1_000_000
+        while monotonicNanoseconds() < deadline {
+            if zip(loops, before).allSatisfy({ $0.turns != $1 }) { return true }
+            OSThread.sleep(milliseconds: 5)
+        }
+        return false
+    }
+
+    /// Removes the socket file groserd made: not a socket systemd passed
+    /// (systemd owns it) nor an abstract one (there is no file).
+    private func removeSocketFile() {
+        guard config.activatedListener == nil, !Socket.isAbstract(config.socketPath) else { return }
+        try? Files.remove(config.socketPath)
     }
 
     /// Asks the loops to stop: they stop accepting, answer what they have
@@ -111,9 +144,13 @@ public final class Server: Sendable {
         commits.stop()
         state.withLock { $0 = .stopping }
         listener.close()
-        try? Files.remove(config.socketPath)
+        removeSocketFile()
         state.withLock { $0 = .stopped }
-        logger.info("stopped; removed \(config.socketPath)")
+        if config.activatedListener != nil || Socket.isAbstract(config.socketPath) {
+            logger.info("stopped")
+        } else {
+            logger.info("stopped; removed \(config.socketPath)")
+        }
     }
 
     /// Makes sure the socket's directory may hold the socket, creating it
@@ -127,6 +164,8 @@ public final class Server: Sendable {
     /// /tmp has, for the same reason. Called before the store is opened, so
     /// a refusal is groserd's only line; `start` calls it again.
     public static func prepareSocketDirectory(_ config: ServerConfig) throws(ServerError) {
+        // A socket systemd passed, or an abstract one, has no directory of ours.
+        if config.activatedListener != nil || Socket.isAbstract(config.socketPath) { return }
         let directory = config.socket.directory
         let policy: SocketDirectory.Policy = config.socket.isExplicit ? .named : .privateTo(owners: [ProcessInfo.userID])
         if case .missing = SocketDirectory.check(directory, policy) {
@@ -156,6 +195,25 @@ public final class Server: Sendable {
     /// the path and replacing a stale socket file left by a crash.
     private func bindListener() throws(ServerError) -> Socket {
         let path = config.socketPath
+        if let passed = config.activatedListener {
+            if let problem = Systemd.problem(withListener: passed.descriptor) {
+                throw ServerError("the socket systemd passed cannot be used: \(problem)")
+            }
+            let socket = Socket(takingOwnershipOf: passed.descriptor)
+            do { try socket.setNonBlocking(true) } catch {
+                throw ServerError("cannot make the socket systemd passed non-blocking: \(error)")
+            }
+            return socket
+        }
+        if Socket.isAbstract(path) {
+            switch Result(catching: { () throws(Errno) -> Socket in try Self.listen(path) }) {
+            case .success(let socket): return socket
+            case .failure(.addressInUse):
+                throw ServerError("the abstract socket \(path) is taken: another groserd, or another process of any user, is bound to it")
+            case .failure(.nameTooLong): throw ServerError("the abstract socket name \(path) is too long (Linux allows 107 bytes)")
+            case .failure(let error): throw ServerError("cannot listen on \(path): \(error)")
+            }
+        }
         try Self.prepareSocketDirectory(config)
         if Files.exists(path) {
             guard Files.isSocket(path) else {

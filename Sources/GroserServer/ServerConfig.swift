@@ -17,6 +17,7 @@ public struct ServerConfig: Sendable {
     /// Event loop threads; one per core by default.
     public var threads: Int
     public var logLevel: LogLevel
+    public var logFormat = LogFormat.text
     /// Unsent response bytes above which a connection is no longer read
     /// until its client catches up (backpressure).
     public var maximumPendingOutputBytes: Int
@@ -52,6 +53,9 @@ public struct ServerConfig: Sendable {
     /// Failed logins before the waits start, per account and per peer uid (0: no limit).
     public var loginFailuresPerAccount = 5
     public var loginFailuresPerPeer = 50
+    /// The listening socket systemd passed (socket activation): used
+    /// instead of binding `socket`, and neither created nor removed.
+    public var activatedListener: Systemd.PassedSocket?
     /// Where the customer log lives.
     public var customerDirectory: String { dataDirectory + "/customers" }
 

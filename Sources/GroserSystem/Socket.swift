@@ -59,16 +59,21 @@ public final class Socket: @unchecked Sendable {
 
     /// Binds to `path` with the given file mode: the umask is set before
     /// bind (not chmod after), so the socket never exists with wider rights.
+    /// A path starting with "@" names an abstract socket (Linux): no file,
+    /// no mode; the name is the rest of the path.
     public func bind(path: String, mode: mode_t) throws(Errno) {
-        var addr = try Socket.address(path)
+        var (addr, length) = try Socket.address(path)
         let old = umask(~mode & 0o777)
         defer { umask(old) }
         _ = try withUnsafePointer(to: &addr) { (p) throws(Errno) -> Int32 in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa) throws(Errno) -> Int32 in
-                try syscall { Glibc.bind(descriptor, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                try syscall { Glibc.bind(descriptor, sa, length) }
             }
         }
     }
+
+    /// True for "@name": an abstract socket address, not a file.
+    public static func isAbstract(_ path: String) -> Bool { path.hasPrefix("@") }
 
     public func listen(backlog: Int32) throws(Errno) {
         _ = try syscall { Glibc.listen(descriptor, backlog) }
@@ -76,10 +81,10 @@ public final class Socket: @unchecked Sendable {
 
     /// Connects to the socket at `path` (blocking unless the socket is not).
     public func connect(path: String) throws(Errno) {
-        var addr = try Socket.address(path)
+        var (addr, length) = try Socket.address(path)
         _ = try withUnsafePointer(to: &addr) { (p) throws(Errno) -> Int32 in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (sa) throws(Errno) -> Int32 in
-                try syscall { Glibc.connect(descriptor, sa, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                try syscall { Glibc.connect(descriptor, sa, length) }
             }
         }
     }
@@ -144,16 +149,21 @@ public final class Socket: @unchecked Sendable {
         _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
     }
 
-    private static func address(_ path: String) throws(Errno) -> sockaddr_un {
+    /// The address of `path`, and its length: the whole structure for a
+    /// file, and for an abstract name ("@name": a NUL, then the name) only
+    /// up to the name's end, as socat, ss and systemd write it.
+    static func address(_ path: String) throws(Errno) -> (sockaddr_un, socklen_t) {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
+        let abstract = isAbstract(path)
+        let bytes = abstract ? [0] + Array(path.utf8.dropFirst()) : Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: addr.sun_path)
-        guard !bytes.isEmpty, bytes.count < capacity else { throw .nameTooLong }
+        guard bytes.count > (abstract ? 1 : 0), bytes.count < capacity else { throw .nameTooLong }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        return addr
+        let pathOffset = MemoryLayout<sockaddr_un>.offset(of: \.sun_path)!
+        return (addr, abstract ? socklen_t(pathOffset + bytes.count) : socklen_t(MemoryLayout<sockaddr_un>.size))
     }
 }

@@ -305,6 +305,19 @@ public enum ResponseFrameWriter {
 /// wrote: its id and status code, read from the envelope's first fields
 /// without decoding it (the id, `continues`, then the status or the body).
 public enum ResponseFramePeek {
+    /// The id and status of the last of `frames` (whole frames, back to
+    /// back). A CancelWatch writes the watch's last frame (CANCELLED)
+    /// before its own answer, and Stats counts that answer.
+    public static func lastIDAndStatus(_ frames: UnsafeRawBufferPointer) -> (id: UInt64, status: StatusCode) {
+        var rest = frames
+        var last = UnsafeRawBufferPointer(rebasing: frames[...])
+        while let frame = try? Framing.firstFrame(in: rest, maximumFrameBytes: Int(UInt32.max)), frame.byteCount > 0 {
+            last = UnsafeRawBufferPointer(rebasing: rest[..<frame.byteCount])
+            rest = UnsafeRawBufferPointer(rebasing: rest[frame.byteCount...])
+        }
+        return idAndStatus(last)
+    }
+
     public static func idAndStatus(_ frame: UnsafeRawBufferPointer) -> (id: UInt64, status: StatusCode) {
         var i = Framing.headerSize
         var id: UInt64 = 0

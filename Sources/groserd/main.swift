@@ -8,11 +8,14 @@ import Glibc
 // groserd: parse the command line, open storage, start the loops, and stop
 // gracefully on SIGTERM or SIGINT.
 
-let config: ServerConfig
+var config: ServerConfig
 do {
     switch try DaemonArguments.parse(Array(CommandLine.arguments.dropFirst())) {
     case .help:
         StandardStreams.out(DaemonArguments.usage + "\n")
+        exit(0)
+    case .version:
+        StandardStreams.out(ProtocolInfo.serverVersion + " (protocol \(ProtocolInfo.version))\n")
         exit(0)
     case .run(let parsed):
         config = parsed
@@ -24,7 +27,17 @@ do {
     exit(2)
 }
 
-let logger = Logger.standardError(level: config.logLevel)
+let logger = Logger.standardError(level: config.logLevel, format: config.logFormat)
+// Socket activation: systemd (or systemd-socket-activate) passed the
+// listening socket; groserd then neither creates nor removes a socket file.
+let notifier = Systemd.Notifier()
+if let passed = Systemd.passedSockets() {
+    let chosen = passed.first { $0.name == "groserd" || $0.name.hasPrefix("groserd.") } ?? passed[0]
+    if passed.count > 1 {
+        logger.warning("systemd passed \(passed.count) sockets; using descriptor \(chosen.descriptor) (\"\(chosen.name)\")")
+    }
+    config.activatedListener = chosen
+}
 // First of all: a socket directory another user could have made or could
 // write to is refused before anything else is opened or logged.
 do { try Server.prepareSocketDirectory(config) } catch {
@@ -61,12 +74,30 @@ do {
                          logger: logger)
     signals = TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
+        notifier.notify("STOPPING=1")
         created.shutdown()
     }, ignored: { [logger] name in
         logger.info("received \(name); ignored (groserd logs to standard error and has no log file to reopen)")
     })
     try created.start()
     server = created
+    let catalog = created.service.current
+    notifier.notify("READY=1\nMAINPID=\(ProcessInfo.processID)\nSTATUS=listening on \(created.listeningOn); catalog version \(catalog.version)")
+    if let interval = notifier.watchdogMicroseconds {
+        // Half the interval systemd asked for, and only while every event
+        // loop still goes round: a stuck loop lets systemd restart groserd.
+        let period = max(1, Int(interval / 2000))
+        _ = try? OSThread(name: "groserd-watchdog") {
+            while true {
+                OSThread.sleep(milliseconds: period)
+                if created.loopsAreTurning(waitMilliseconds: min(period, 1000)) {
+                    notifier.notify("WATCHDOG=1")
+                } else {
+                    logger.warning("an event loop did not turn within \(min(period, 1000)) ms; not telling the watchdog")
+                }
+            }
+        }
+    }
 } catch {
     logger.error("cannot start: \(error)")
     exit(1)

@@ -5,8 +5,8 @@ import Testing
 private func config(_ arguments: [String]) throws -> ServerConfig {
     switch try DaemonArguments.parse(arguments) {
     case .run(let config): return config
-    case .help, .repair:
-        Issue.record("\(arguments) asked for help or a repair")
+    case .help, .repair, .version:
+        Issue.record("\(arguments) asked for help, a repair or the version")
         throw ServerError("not a run")
     }
 }

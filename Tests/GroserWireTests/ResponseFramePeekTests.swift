@@ -19,6 +19,15 @@ struct ResponseFramePeekTests {
         #expect(decoded?.continues == true && decoded?.id == 5)
     }
 
+    @Test func theLastOfSeveralFramesIsTheAnswerCounted() {
+        // A CancelWatch's two frames: the watch's end, then its own OK.
+        var frames = Response(id: 3, status: Status(.cancelled, "The watch was cancelled.")).encodedFrame()
+        frames += Response(id: 8, body: .logout).encodedFrame()
+        #expect(frames.withUnsafeBytes { ResponseFramePeek.lastIDAndStatus($0) } == (8, .ok))
+        let one = Response(id: 8, status: Status(.notFound, "No watch")).encodedFrame()
+        #expect(one.withUnsafeBytes { ResponseFramePeek.lastIDAndStatus($0) } == (8, .notFound))
+    }
+
     @Test func theMethodOfARequest() {
         for method: RequestMethod in [.serverInfo, .stats, .watch(selector: .cityCode("SPB"), sinceVersion: 3),
                                       .cancelWatch(watchID: 1), .getShelf(shelfUID: "x")] {

@@ -87,6 +87,10 @@ struct WatchTests {
         _ = try daemon.client().setProduct(ProductUpdate(productUID: products[0].uid, priceMinorUnits: 999))
         try conn.send(Request(id: 6, method: .serverInfo))
         #expect(try conn.receive()?.id == 6)
+        // Stats counts the first CancelWatch as answered OK (its own answer,
+        // not the watch's CANCELLED end) and the second as NOT_FOUND.
+        let cancels = try #require(try daemon.client().stats().methods.first { $0.method == "CancelWatch" })
+        #expect(cancels.requests == 2 && cancels.errors == 1)
     }
 
     @Test func badWatchesAreRefusedWithAClearStatus() throws {
