@@ -10,8 +10,9 @@ import GroserWire
 ///
 /// One input is a raw byte stream as one connection would send it. It is
 /// split into frames three ways, which must agree: by `FrameDecoder` whole,
-/// by `FrameDecoder` in input-derived chunks, and as the event loop does
-/// (`Framing.firstFrame` on each chunk, the rest kept in a decoder). Each
+/// by `FrameDecoder` in input-derived chunks, and by the event loop's own
+/// `ConnectionStateMachine` (its answers awaited, delivered out of order,
+/// and written a few bytes at a time, which must leave in request order). Each
 /// frame is read by the allocation-free reader or protobuf-c (which must
 /// agree) and goes through `RequestHandler` over the sample catalog's
 /// `EncodedCatalog`; the cart requests it defers run through a real
@@ -159,38 +160,15 @@ public final class FuzzHarness {
             problems.append("chunked reading gave \(chunkedFrames.count) frame(s), whole reading \(frames.count)")
         }
 
-        // As the event loop reads: frames straight from each chunk with
-        // Framing.firstFrame, the unfinished rest kept in a decoder that
-        // takes the next chunks until it is empty again.
-        var kept = FrameDecoder(maximumFrameBytes: maximumFrameBytes, initialCapacity: 0)
-        var loopFrames: [[UInt8]] = []
-        var loopError: FrameError?
-        var loopRng = SplitMix64(seed: fnv1a(input) ^ 0x5bd1_e995)
-        offset = 0
-        reading: while offset < input.count {
-            let n = min(Int(loopRng.next() % 61) + 1, input.count - offset)
-            let chunk = UnsafeRawBufferPointer(rebasing: input[offset..<(offset + n)])
-            offset += n
-            do {
-                if kept.bufferedByteCount > 0 {
-                    kept.append(chunk)
-                    while let f = try kept.next() { loopFrames.append(Array(f)) }
-                    kept.releaseStorageIfEmpty()
-                    continue
-                }
-                var rest = chunk
-                while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: maximumFrameBytes) {
-                    loopFrames.append(Array(body))
-                    rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
-                }
-                kept.append(rest)
-            } catch {
-                loopError = error
-                break reading
-            }
-        }
-        if loopFrames != frames || loopError != wholeError {
-            problems.append("the event loop's way of reading gave \(loopFrames.count) frame(s) and \(String(describing: loopError)), whole reading \(frames.count) and \(String(describing: wholeError))")
+        // As the event loop reads: through the connection state machine the
+        // loop runs, in chunks, with some answers awaited (as cart requests
+        // wait for the commit queue) and delivered out of order, and a
+        // socket that takes a few bytes at a time; every frame must reach
+        // the responder once, in order, and the answers leave in that order.
+        let (machineFrames, machineError, machineProblems) = Self.throughTheStateMachine(input, wholeError: wholeError)
+        problems += machineProblems
+        if machineFrames != frames || machineError != wholeError {
+            problems.append("the connection state machine gave \(machineFrames.count) frame(s) and \(String(describing: machineError)), whole reading \(frames.count) and \(String(describing: wholeError))")
         }
         if chunkedError != wholeError {
             problems.append("chunked reading ended with \(String(describing: chunkedError)), whole reading with \(String(describing: wholeError))")
@@ -199,6 +177,107 @@ public final class FuzzHarness {
             problems.append("left over: \(whole.bufferedByteCount) byte(s) whole, \(chunked.bufferedByteCount) chunked")
         }
         return frames
+    }
+
+    /// Records each frame the machine hands it and answers it with a frame
+    /// whose id is the frame's place (from 1); about one in three is
+    /// "awaited" and answered later, out of order.
+    private struct RecordingResponder: FrameResponder {
+        var frames: [[UInt8]] = []
+        var awaited: [(slot: UInt64, id: UInt64)] = []
+        var rng: SplitMix64
+
+        mutating func answer(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64,
+                             into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            frames.append(Array(body))
+            if rng.next() % 3 == 0 {
+                awaited.append((slot, UInt64(frames.count)))
+                return .awaiting
+            }
+            ResponseFrameWriter.appendOK(id: UInt64(frames.count), field: .logout, body: [], to: &out)
+            return .answered
+        }
+
+        mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
+            var out: [UInt8] = []
+            return answer(body, receivedAt: receivedAt, slot: slot, into: &out) == .awaiting ? .awaiting : .ready(out)
+        }
+
+        mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {}
+    }
+
+    private static func throughTheStateMachine(_ input: UnsafeRawBufferPointer, wholeError: FrameError?)
+        -> (frames: [[UInt8]], error: FrameError?, problems: [String]) {
+        var rng = SplitMix64(seed: fnv1a(input) ^ 0x5bd1_e995)
+        var machine = ConnectionStateMachine(
+            limits: .init(maximumFrameBytes: maximumFrameBytes, maximumPendingOutputBytes: 64, maximumAwaitedAnswers: 4,
+                          slowReaderTimeout: 10_000_000_000, frameReadTimeout: 5_000_000_000),
+            now: 1)
+        var responder = RecordingResponder(rng: SplitMix64(seed: fnv1a(input)))
+        var written: [UInt8] = []
+        var error: FrameError?
+        var problems: [String] = []
+        var now: UInt64 = 1
+
+        /// The commit queue answers, newest first; the socket takes up to 61 bytes.
+        func settle() {
+            while let (slot, id) = responder.awaited.popLast() {
+                var frame: [UInt8] = []
+                ResponseFrameWriter.appendOK(id: id, field: .logout, body: [], to: &frame)
+                machine.answerArrived(slot: slot, frame: frame, &responder)
+            }
+            while machine.pendingOutputBytes > 0 {
+                let n = min(Int(rng.next() % 61) + 1, machine.pendingOutputBytes)
+                written += machine.output[machine.outputOffset..<(machine.outputOffset + n)]
+                machine.wrote(n, now: now)
+            }
+        }
+
+        var offset = 0
+        reading: while offset < input.count || machine.decoder.bufferedByteCount > 0 {
+            now += 1
+            if machine.isReading, offset < input.count {
+                let n = min(Int(rng.next() % 61) + 1, input.count - offset)
+                var out: [UInt8] = []
+                error = machine.bytesArrived(UnsafeRawBufferPointer(rebasing: input[offset..<(offset + n)]), now: now, into: &out, &responder)
+                offset += n
+                machine.keep(&out, written: 0, now: now)
+                if error != nil { break reading }
+            } else if machine.resume(now: now) {
+                var out: [UInt8] = []
+                error = machine.bytesArrived(UnsafeRawBufferPointer(start: nil, count: 0), now: now, into: &out, &responder)
+                machine.keep(&out, written: 0, now: now)
+                if error != nil { break reading }
+            } else if !machine.isReading || offset >= input.count {
+                settle()
+                let resumed = machine.resume(now: now)
+                if machine.closing || !resumed && machine.isReading && offset >= input.count { break reading }
+            }
+            settle()
+        }
+        settle()
+        // Every answer once, in the order of the frames; a frame over the
+        // limit ends the stream with RESOURCE_EXHAUSTED after them.
+        var ids: [UInt64] = []
+        var codes: [StatusCode] = []
+        written.withUnsafeBytes { raw in
+            var rest = raw
+            while let f = try? Framing.firstFrame(in: rest, maximumFrameBytes: Int(UInt32.max)), f.byteCount > 0 {
+                let (id, code) = ResponseFramePeek.idAndStatus(UnsafeRawBufferPointer(rebasing: rest[..<f.byteCount]))
+                ids.append(id)
+                codes.append(code)
+                rest = UnsafeRawBufferPointer(rebasing: rest[f.byteCount...])
+            }
+        }
+        var expected = (0..<responder.frames.count).map { UInt64($0 + 1) }
+        if error != nil { expected.append(0) }
+        if ids != expected {
+            problems.append("the state machine's answers left as ids \(ids.prefix(20)), not \(expected.prefix(20))")
+        }
+        if error != nil && (codes.last != .resourceExhausted || !machine.closing) {
+            problems.append("an over-size frame did not end the stream with RESOURCE_EXHAUSTED")
+        }
+        return (responder.frames, error, problems)
     }
 
     // MARK: - Answering

@@ -16,8 +16,6 @@ final class EventLoop: @unchecked Sendable {
     private static let readChunk = 64 * 1024
     /// The loop keeps an output buffer up to this size between reads.
     private static let retainedOutputCapacity = 4 * 1024 * 1024
-    /// Awaited answers a connection may have before it is no longer read.
-    static let maximumAwaitedAnswers = 256
 
     let index: Int
     private let epoll: Epoll
@@ -94,6 +92,16 @@ final class EventLoop: @unchecked Sendable {
         guard listening else { return }
         epoll.remove(listener.descriptor)
         listening = false
+    }
+
+    /// What every connection of this daemon may hold and wait for.
+    private var connectionLimits: ConnectionStateMachine.Limits {
+        ConnectionStateMachine.Limits(
+            maximumFrameBytes: config.maximumFrameBytes, maximumPendingOutputBytes: config.maximumPendingOutputBytes,
+            watchOutputLimit: Self.watchOutputLimit,
+            slowReaderTimeout: UInt64(config.slowReaderTimeoutSeconds * 1e9),
+            idleTimeout: UInt64(config.idleTimeoutSeconds * 1e9),
+            frameReadTimeout: UInt64(config.frameReadTimeoutSeconds * 1e9))
     }
 
     private var handler: RequestHandler {
@@ -184,7 +192,7 @@ final class EventLoop: @unchecked Sendable {
         let serial = counters.nextConnectionID.add(1, ordering: .relaxed).newValue
         counters.connectionsAccepted.add(1, ordering: .relaxed)
         let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: serial,
-                                    maximumFrameBytes: config.maximumFrameBytes, now: monotonicNanoseconds())
+                                    limits: connectionLimits, now: monotonicNanoseconds())
         do {
             try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
         } catch {
@@ -219,7 +227,7 @@ final class EventLoop: @unchecked Sendable {
             guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
         }
         if events.contains(.readable) || events.contains(.hangup) || events.contains(.readHangup) || events.contains(.error) {
-            if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
+            if connection.machine.isReading {
                 readAndAnswer(connection)
             } else if events.contains(.error) || events.contains(.hangup) {
                 return close(connection, reason: "peer gone")
@@ -237,98 +245,48 @@ final class EventLoop: @unchecked Sendable {
             do {
                 outcome = try socket.read(into: readBuffer)
             } catch {
-                logger.debug("loop \(index): read from connection \(socket.descriptor) failed: \(error)")
-                connection.closeAfterFlush = true
-                connection.output = []
-                connection.outputOffset = 0
+                logger.debug("loop \(index): read from connection #\(connection.serial) failed: \(error)")
+                connection.machine.readFailed()
                 return
             }
             guard case .processed(let count) = outcome else { break }
             if count == 0 {
-                // The peer closed its side: every whole frame it sent is
-                // answered already; close once the answers are written.
-                connection.closeAfterFlush = true
+                connection.machine.peerClosed()
                 return
             }
-            connection.lastProgress = monotonicNanoseconds()
             answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
             deliver(connection)
             // Over the unfinished-frame budget: stop reading here, so it is
             // enforced before this connection grows by another read (epoll
             // reports the rest again).
-            if connection.closeAfterFlush || connection.readPaused || connection.waitingForAnswers || budgetCheckDue { return }
+            if !connection.machine.isReading || budgetCheckDue { return }
             // A short read means the socket is drained; level-triggered epoll
             // reports it again when more arrives, so skip the EAGAIN read.
             if count < readBuffer.count { return }
         }
     }
 
-    /// Answers every whole frame of `bytes` (just read) into `output`. Frames
-    /// are answered straight from the read buffer; an unfinished frame, and
-    /// frames left when the connection must wait (its answers are not read,
-    /// or too many are awaited), are kept in the connection's decoder.
+    /// Hands `bytes` (just read; empty after a resume) to the connection's
+    /// machine, which answers what may be answered now into `output`, and
+    /// brings the frame budget up to date.
     private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
-        let receivedAt = monotonicNanoseconds()
         // A local buffer: appending to a property of this class through
         // `inout` costs a dynamic exclusivity check per answer.
         var out: [UInt8] = []
         swap(&out, &output)
-        var completedAFrame = false
-        defer {
-            swap(&out, &output)
-            noteUnfinishedFrame(connection, completedAFrame: completedAFrame, now: receivedAt)
+        var responder = LoopResponder(loop: self, connection: connection, handler: handler)
+        let failure = connection.machine.bytesArrived(bytes, now: monotonicNanoseconds(), into: &out, &responder)
+        swap(&out, &output)
+        if connection.machine.decoder.storageByteCount != connection.accountedFrameBytes { account(connection) }
+        if case .frameTooLarge(let length, let maximum) = failure {
+            logger.info("loop \(index): connection #\(connection.serial) sent a frame of \(length) bytes (maximum \(maximum)); closing it")
         }
-        do {
-            if connection.decoder.bufferedByteCount > 0 || !bytes.isEmpty && mustWait(connection, out) {
-                connection.decoder.append(bytes)
-                while !mustWait(connection, out), let frame = try connection.decoder.next() {
-                    frame.withUnsafeBytes { body in answer(body, connection, handler, receivedAt, into: &out) }
-                    completedAFrame = true
-                }
-                connection.decoder.releaseStorageIfEmpty()
-                return
-            }
-            var rest = bytes
-            while let (body, byteCount) = try Framing.firstFrame(in: rest, maximumFrameBytes: config.maximumFrameBytes) {
-                answer(body, connection, handler, receivedAt, into: &out)
-                completedAFrame = true
-                rest = UnsafeRawBufferPointer(rebasing: rest[byteCount...])
-                if mustWait(connection, out) { break }
-            }
-            connection.decoder.append(rest)
-        } catch {
-            switch error {
-            case .frameTooLarge(let length, let maximum):
-                logger.info("loop \(index): connection \(connection.socket.descriptor) sent a frame of \(length) bytes (maximum \(maximum)); closing it")
-                var frame: [UInt8] = []
-                ResponseFrameWriter.appendStatus(
-                    id: 0,
-                    status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
-                    to: &frame)
-                if connection.held.isEmpty { out.append(contentsOf: frame) } else { _ = connection.hold(.ready(frame)) }
-                connection.closeAfterFlush = true
-            }
-        }
-    }
-
-    /// After a read: when the frame still arriving began (a frame completed
-    /// in this read means the unfinished one began in it), and the
-    /// connection's holding in the shared budget. Costs two comparisons for a
-    /// connection whose frames arrive whole.
-    @inline(__always)
-    private func noteUnfinishedFrame(_ connection: Connection, completedAFrame: Bool, now: UInt64) {
-        if connection.decoder.bufferedByteCount == 0 {
-            connection.unfinishedSince = 0
-        } else if completedAFrame || connection.unfinishedSince == 0 {
-            connection.unfinishedSince = now
-        }
-        if connection.decoder.storageByteCount != connection.accountedFrameBytes { account(connection) }
     }
 
     /// Brings the shared total up to date with the connection's decoder; a
     /// growth that takes the total over budget schedules `enforceBudget`.
     private func account(_ connection: Connection) {
-        let held = connection.decoder.storageByteCount
+        let held = connection.machine.decoder.storageByteCount
         let delta = held - connection.accountedFrameBytes
         guard delta != 0 else { return }
         connection.accountedFrameBytes = held
@@ -352,7 +310,7 @@ final class EventLoop: @unchecked Sendable {
             for c in connections.values where c.accountedFrameBytes > 0 {
                 guard let l = largest else { largest = c; continue }
                 if c.accountedFrameBytes > l.accountedFrameBytes
-                    || c.accountedFrameBytes == l.accountedFrameBytes && c.unfinishedSince < l.unfinishedSince {
+                    || c.accountedFrameBytes == l.accountedFrameBytes && c.machine.unfinishedSince < l.machine.unfinishedSince {
                     largest = c
                 }
             }
@@ -364,8 +322,8 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             guard let largest else { return }
-            let announced = largest.decoder.announcedBodyLength
-            logger.info("loop \(index): \(unfinished.bytes) bytes are held in unfinished frames (maximum \(unfinished.limit)); closing connection \(largest.socket.descriptor), the largest holder (\(size) bytes)")
+            let announced = largest.machine.decoder.announcedBodyLength
+            logger.info("loop \(index): \(unfinished.bytes) bytes are held in unfinished frames (maximum \(unfinished.limit)); closing connection #\(largest.serial), the largest holder (\(size) bytes)")
             cutOff(largest, reason: "unfinished-frame budget", status: Status(
                 .resourceExhausted,
                 "groserd holds more than its maximum of \(unfinished.limit) bytes in frames still arriving, and this connection's\(announced.map { " frame of \($0) bytes" } ?? " unfinished frame") is the largest; the connection will be closed."))
@@ -376,45 +334,30 @@ final class EventLoop: @unchecked Sendable {
     /// once), answers what it owes, then `status` if the socket takes it,
     /// and closes it.
     private func cutOff(_ connection: Connection, reason: String, status: Status) {
-        let alreadyClosing = connection.closeAfterFlush
-        connection.decoder.removeAll()
-        connection.unfinishedSince = 0
+        connection.machine.cutOff(status)
         account(connection)
-        if !alreadyClosing {
-            var frame: [UInt8] = []
-            ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
-            if connection.held.isEmpty { connection.output.append(contentsOf: frame) } else { _ = connection.hold(.ready(frame)) }
-            connection.closeAfterFlush = true
-        }
         // The peer may take no more: its status frame then waits at most
         // the slow-reader timeout.
-        logger.debug("loop \(index): connection \(connection.socket.descriptor) cut off: \(reason)")
+        logger.debug("loop \(index): connection #\(connection.serial) cut off: \(reason)")
         finishIO(connection)
     }
 
-    /// True when no more frames may be answered now: the answers already
-    /// owed exceed the output limit (backpressure), or too many are awaited.
-    private func mustWait(_ connection: Connection, _ out: [UInt8]) -> Bool {
-        if connection.pendingOutputBytes + out.count > config.maximumPendingOutputBytes {
-            connection.readPaused = true
-            return true
-        }
-        if connection.held.count >= Self.maximumAwaitedAnswers {
-            connection.waitingForAnswers = true
-            return true
-        }
-        return false
-    }
+    /// The loop's side of a connection's frames: the request handler, the
+    /// commit queue, the watch code and the stats. The machine decides when
+    /// and in which order; this answers.
+    struct LoopResponder: FrameResponder {
+        // Both outlive every call: the loop owns the connection while it serves it.
+        unowned(unsafe) let loop: EventLoop
+        unowned(unsafe) let connection: Connection
+        let handler: RequestHandler
 
-    /// Answers one frame into `out`, or holds it behind an awaited answer.
-    /// The common methods are read without protobuf-c, whose unpack
-    /// allocates every message and string; anything else goes through it.
-    @inline(__always)
-    private func answer(_ body: UnsafeRawBufferPointer, _ connection: Connection, _ handler: RequestHandler,
-                        _ receivedAt: UInt64, into out: inout [UInt8]) {
-        if connection.held.isEmpty {
-            let handled: RequestHandler.Handled
+        /// The common methods are read without protobuf-c, whose unpack
+        /// allocates every message and string; anything else goes through it.
+        @inline(__always)
+        mutating func answer(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64,
+                             into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
             let start = out.count
+            let handled: RequestHandler.Handled
             let method: MethodField?
             if let request = Request.decodeCommonMethod(body) {
                 method = request.method.field
@@ -423,37 +366,46 @@ final class EventLoop: @unchecked Sendable {
                 method = Request.methodField(of: body)
                 handled = handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
             }
-            defer {
-                if out.count > start {
-                    out.withUnsafeBytes { record(connection, method, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
-                }
-            }
+            var answered = ConnectionStateMachine.Answered.answered
             switch handled {
             case .answered: break
-            case .deferred(let request): submit(request, connection, receivedAt: receivedAt)
-            case .local(let request): answerLocal(request, connection, into: &out)
+            case .deferred(let request):
+                if loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &out) { answered = .awaiting }
+            case .local(let request): loop.answerLocal(request, connection, into: &out)
             }
-            return
+            if out.count > start {
+                out.withUnsafeBytes { loop.record(connection, method, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
+            }
+            return answered
         }
-        // An earlier answer is awaited: this one waits its turn.
-        guard let request = Request.decodeCommonMethod(body) ?? (try? Request.decode(body)) else {
+
+        mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
+            guard let request = Request.decodeCommonMethod(body) ?? (try? Request.decode(body)) else {
+                var frame: [UInt8] = []
+                _ = handler.respond(toFrame: body, receivedAt: receivedAt, into: &frame)
+                return .ready(frame)
+            }
+            // Held answers are made by `RequestHandler.respond` when their
+            // turn comes, which refuses id 0; only a cart request is submitted now.
+            guard CommerceService.handles(request.method) && request.id != 0 else { return .later(request, receivedAt: receivedAt) }
             var frame: [UInt8] = []
-            _ = handler.respond(toFrame: body, receivedAt: receivedAt, into: &frame)
-            _ = connection.hold(.ready(frame))
-            return
+            return loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &frame) ? .awaiting : .ready(frame)
         }
-        // Held answers are made by `RequestHandler.respond` when their turn
-        // comes, which refuses id 0; only a cart request is submitted now.
-        if CommerceService.handles(request.method) && request.id != 0 {
-            submit(request, connection, receivedAt: receivedAt)
-        } else {
-            _ = connection.hold(.later(request, receivedAt: receivedAt))
+
+        mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
+            let start = out.count
+            if case .local(let request) = handler.respond(to: request, receivedAt: receivedAt, into: &out) {
+                loop.answerLocal(request, connection, into: &out)
+            }
+            out.withUnsafeBytes { loop.record(connection, request.method.field, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
         }
     }
 
-    /// Sends a request to the commit queue; its answer returns through the inbox.
-    private func submit(_ request: Request, _ connection: Connection, receivedAt: UInt64) {
-        let slot = connection.hold(.awaiting)
+    /// Sends a request to the commit queue; its answer returns through the
+    /// inbox for `slot`. Returns false, with UNAVAILABLE in `out`, when the
+    /// queue takes no more (groserd is stopping).
+    fileprivate func submit(_ request: Request, _ connection: Connection, slot: UInt64, receivedAt: UInt64,
+                            orAnswerInto out: inout [UInt8]) -> Bool {
         let fd = connection.socket.descriptor
         let serial = connection.serial
         let method = request.method.field
@@ -469,22 +421,11 @@ final class EventLoop: @unchecked Sendable {
             if first { wakeup.signal() }
         }
         job.connection = connection.token
-        if !commits.submit(job) {
-            var out: [UInt8] = []
+        guard commits.submit(job) else {
             ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
-            fill(connection, slot: slot, frame: out)
+            return false
         }
-    }
-
-    private func fill(_ connection: Connection, slot: UInt64, frame: [UInt8]) {
-        let handler = self.handler
-        connection.fill(slot: slot, frame: frame) { request, receivedAt, out in
-            let start = out.count
-            if case .local(let request) = handler.respond(to: request, receivedAt: receivedAt, into: &out) {
-                answerLocal(request, connection, into: &out)
-            }
-            out.withUnsafeBytes { record(connection, request.method.field, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
-        }
+        return true
     }
 
     /// Moves answers from the commit queue to their connections.
@@ -498,7 +439,8 @@ final class EventLoop: @unchecked Sendable {
         for a in answers {
             // The connection may have closed, and its descriptor been reused.
             guard let c = connections[a.fd], c.serial == a.serial else { continue }
-            fill(c, slot: a.slot, frame: a.frame)
+            var responder = LoopResponder(loop: self, connection: c, handler: handler)
+            c.machine.answerArrived(slot: a.slot, frame: a.frame, &responder)
             a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
             touched[a.fd] = c
         }
@@ -513,8 +455,8 @@ final class EventLoop: @unchecked Sendable {
         defer {
             output.removeAll(keepingCapacity: output.capacity <= Self.retainedOutputCapacity)
         }
-        guard connection.pendingOutputBytes == 0 else {
-            connection.output.append(contentsOf: output)
+        guard connection.machine.mayWriteDirectly else {
+            connection.machine.keep(&output, written: 0, now: monotonicNanoseconds())
             return
         }
         var written = 0
@@ -530,50 +472,27 @@ final class EventLoop: @unchecked Sendable {
             case .success(.wouldBlock), .failure: break write
             }
         }
-        if written < output.count {
-            swap(&connection.output, &output)
-            connection.outputOffset = written
-            connection.stalledSince = monotonicNanoseconds()
-        }
+        connection.machine.keep(&output, written: written, now: monotonicNanoseconds())
     }
 
     /// Writes pending output, resumes a connection that was waiting, then
     /// registers for the events it now needs (or closes it).
     private func finishIO(_ connection: Connection) {
-        if connection.watchersPending > 0 { emitWatchFrames(connection) }
+        if connection.machine.mayPushWatchFrames { emitWatchFrames(connection) }
         guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
         // A connection that waited answers the frames it read meanwhile,
         // for as long as the socket takes the answers: if they all went out at
         // once, no event would come to resume it.
-        while !stopping() && !connection.closeAfterFlush {
-            var resume = false
-            if connection.readPaused && connection.pendingOutputBytes <= config.maximumPendingOutputBytes / 2 {
-                connection.readPaused = false
-                resume = true
-            }
-            if connection.waitingForAnswers && connection.held.count < Self.maximumAwaitedAnswers / 2 {
-                connection.waitingForAnswers = false
-                resume = true
-            }
-            // The client could not send while it was not read: its
-            // unfinished frame's time starts again.
-            if resume && connection.unfinishedSince != 0 { connection.unfinishedSince = monotonicNanoseconds() }
-            let buffered = connection.decoder.bufferedByteCount
-            guard resume, buffered > 0 else { break }
+        while !stopping() && connection.machine.resume(now: monotonicNanoseconds()) {
+            let buffered = connection.machine.decoder.bufferedByteCount
             answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
             deliver(connection)
             guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
             // Only an unfinished frame left: wait for more bytes.
-            if connection.decoder.bufferedByteCount == buffered { break }
+            if connection.machine.decoder.bufferedByteCount == buffered { break }
         }
-        if connection.closeAfterFlush && connection.pendingOutputBytes == 0 && connection.held.isEmpty {
-            return close(connection, reason: "closed")
-        }
-        var wanted: EpollEvents = []
-        if !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
-            wanted.formUnion([.readable, .readHangup])
-        }
-        if connection.pendingOutputBytes > 0 { wanted.insert(.writable) }
+        if connection.machine.isDone { return close(connection, reason: "closed") }
+        let wanted = connection.wantedEvents
         if wanted != connection.registered {
             do {
                 try epoll.modify(connection.socket.descriptor, events: wanted, token: UInt64(connection.socket.descriptor))
@@ -586,7 +505,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func close(_ connection: Connection, reason: @autoclosure () -> String) {
         let fd = connection.socket.descriptor
-        logger.debug("loop \(index): connection \(fd) \(reason())")
+        logger.debug("loop \(index): connection #\(connection.serial) \(reason())")
         epoll.remove(fd)
         connections[fd] = nil
         if !connection.watchers.isEmpty {
@@ -608,7 +527,7 @@ final class EventLoop: @unchecked Sendable {
     /// Counts one answer (the frame just written; of a CancelWatch's two,
     /// its own answer, the last) for Stats, and logs it at debug level.
     @inline(__always)
-    private func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
+    fileprivate func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
         let (id, status) = method == .cancelWatch
             ? ResponseFramePeek.lastIDAndStatus(frame) : ResponseFramePeek.idAndStatus(frame)
         let elapsed = monotonicNanoseconds() &- receivedAt
@@ -653,7 +572,7 @@ final class EventLoop: @unchecked Sendable {
     static let watchOutputLimit = 64 * 1024
 
     /// Answers Watch, CancelWatch and Stats, in the connection's answer order.
-    private func answerLocal(_ request: Request, _ connection: Connection, into out: inout [UInt8]) {
+    fileprivate func answerLocal(_ request: Request, _ connection: Connection, into out: inout [UInt8]) {
         switch request.method {
         case .watch(let selector, let since):
             if WatchRequests.start(id: request.id, selector: selector, since: since, catalog: service.current, hub: watches,
@@ -670,7 +589,7 @@ final class EventLoop: @unchecked Sendable {
                 out.append(contentsOf: answer)
                 return
             }
-            if removed.hasPending { connection.watchersPending -= 1 }
+            if removed.hasPending { connection.machine.watchFrameDropped() }
             counters.watchers.subtract(1, ordering: .relaxed)
             if connection.watchers.isEmpty { watching[connection.socket.descriptor] = nil }
             // The stream's last frame, then the CancelWatch answer.
@@ -701,9 +620,9 @@ final class EventLoop: @unchecked Sendable {
                 for r in records where r.storeUID == connection.watchers[i].storeUID {
                     if connection.watchers[i].take(r) { coalesced += 1 }
                 }
-                if !had && connection.watchers[i].hasPending { connection.watchersPending += 1 }
+                if !had && connection.watchers[i].hasPending { connection.machine.watchFrameWaiting() }
             }
-            if connection.watchersPending > 0 { finishIO(connection) }
+            if connection.machine.watchesPending > 0 { finishIO(connection) }
         }
         if coalesced > 0 { counters.watchCoalesced.add(coalesced, ordering: .relaxed) }
     }
@@ -711,14 +630,13 @@ final class EventLoop: @unchecked Sendable {
     /// Appends the connection's waiting watch frames to its output, when no
     /// answer is owed before them and its output is not backed up.
     private func emitWatchFrames(_ connection: Connection) {
-        guard connection.held.isEmpty, !connection.closeAfterFlush,
-              connection.pendingOutputBytes < Self.watchOutputLimit else { return }
         var sent = 0
-        for i in connection.watchers.indices where connection.watchers[i].hasPending {
-            connection.watchers[i].emit(into: &connection.output)
-            sent += 1
+        connection.machine.pushWatchFrames { output in
+            for i in connection.watchers.indices where connection.watchers[i].hasPending {
+                connection.watchers[i].emit(into: &output)
+                sent += 1
+            }
         }
-        connection.watchersPending = 0
         counters.watchFrames.add(sent, ordering: .relaxed)
     }
 
@@ -732,31 +650,23 @@ final class EventLoop: @unchecked Sendable {
         let now = monotonicNanoseconds()
         guard now &- lastSweep >= 1_000_000_000 else { return }
         lastSweep = now
-        let stallLimit = UInt64(config.slowReaderTimeoutSeconds * 1e9)
-        let idleLimit = UInt64(config.idleTimeoutSeconds * 1e9)
-        let frameLimit = UInt64(config.frameReadTimeoutSeconds * 1e9)
         for connection in Array(connections.values) {
-            // (A connection the server does not read cannot finish its frame.)
-            if connection.unfinishedSince != 0 && !connection.readPaused && !connection.waitingForAnswers
-                && now &- connection.unfinishedSince > frameLimit {
-                let buffered = connection.decoder.bufferedByteCount
-                let announced = connection.decoder.announcedBodyLength
+            switch connection.machine.timeout(now: now) {
+            case nil: break
+            case .frameNotFinished(let buffered, let announced):
                 let timeout = config.frameReadTimeoutSeconds
                 let seconds = timeout == timeout.rounded() ? "\(Int(timeout)) s" : "\(timeout) s"
-                logger.info("loop \(index): connection \(connection.socket.descriptor) sent \(buffered) bytes of a frame and not the rest within \(seconds); closing it")
+                logger.info("loop \(index): connection #\(connection.serial) sent \(buffered) bytes of a frame and not the rest within \(seconds); closing it")
                 let what = announced.map { "The frame of \($0) bytes" } ?? "The frame's header"
                 cutOff(connection, reason: "frame read timeout", status: Status(
                     .resourceExhausted,
                     "\(what) did not arrive within \(seconds) of its first byte (\(buffered) bytes came); the connection will be closed."))
-                continue
-            }
-            if connection.stalledSince != 0 && connection.pendingOutputBytes > 0 && now &- connection.stalledSince > stallLimit {
-                logger.info("loop \(index): connection \(connection.socket.descriptor) read none of its \(connection.pendingOutputBytes) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
+            case .notReading(let pending):
+                logger.info("loop \(index): connection #\(connection.serial) read none of its \(pending) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
                 counters.slowReadersCutOff.add(1, ordering: .relaxed)
                 if !connection.watchers.isEmpty { counters.watchersCutOff.add(1, ordering: .relaxed) }
                 close(connection, reason: "cut off: not reading")
-            } else if idleLimit > 0 && connection.held.isEmpty && connection.pendingOutputBytes == 0
-                        && now &- connection.lastProgress > idleLimit {
+            case .idle:
                 close(connection, reason: "idle for \(Int(config.idleTimeoutSeconds)) s")
             }
         }
@@ -775,21 +685,20 @@ final class EventLoop: @unchecked Sendable {
             socket.close()
         }
         let deadline = monotonicNanoseconds() + 3_000_000_000
-        for connection in Array(connections.values)
-        where !connection.readPaused && !connection.closeAfterFlush && !connection.waitingForAnswers {
+        for connection in Array(connections.values) where connection.machine.isReading {
             readAndAnswer(connection)
         }
-        while connections.values.contains(where: { !$0.held.isEmpty }) && monotonicNanoseconds() < deadline {
+        while connections.values.contains(where: { !$0.machine.held.isEmpty }) && monotonicNanoseconds() < deadline {
             try? epoll.wait(timeoutMilliseconds: 20) { token, _ in
                 if token == Self.wakeToken { wakeup.drain() }
             }
             deliverAnswers()
         }
         for connection in Array(connections.values) {
-            while connection.pendingOutputBytes > 0 {
+            while connection.machine.pendingOutputBytes > 0 {
                 guard connection.flush(now: monotonicNanoseconds()) else { break }
                 let now = monotonicNanoseconds()
-                if connection.pendingOutputBytes == 0 || now >= deadline { break }
+                if connection.machine.pendingOutputBytes == 0 || now >= deadline { break }
                 _ = try? connection.socket.poll(forWriting: true, timeoutMilliseconds: Int32((deadline - now) / 1_000_000) + 1)
             }
             close(connection, reason: "closed at shutdown")

@@ -1,0 +1,277 @@
+@testable import GroserServer
+import GroserWire
+import Testing
+
+/// The connection's protocol state with no socket: events in (bytes read,
+/// the peer's end, writes, awaited answers, the clock), decisions out.
+@Suite("ConnectionStateMachine")
+struct ConnectionStateMachineTests {
+    /// Answers every request at once with a frame of `padding` bytes of
+    /// message, except ids in `awaited`, which it "sends to the commit
+    /// queue"; while an answer is owed it holds catalog requests for later.
+    struct Responder: FrameResponder {
+        var awaited: Set<UInt64> = []
+        var padding = 0
+        var submitted: [(id: UInt64, slot: UInt64)] = []
+        var answeredLater: [UInt64] = []
+
+        func frame(_ id: UInt64) -> [UInt8] {
+            var out: [UInt8] = []
+            ResponseFrameWriter.appendStatus(id: id, status: Status(.notFound, String(repeating: "x", count: padding)), to: &out)
+            return out
+        }
+
+        mutating func answer(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64,
+                             into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            let request = try! Request.decode(body)
+            if awaited.contains(request.id) {
+                submitted.append((request.id, slot))
+                return .awaiting
+            }
+            out += frame(request.id)
+            return .answered
+        }
+
+        mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
+            let request = try! Request.decode(body)
+            if awaited.contains(request.id) {
+                submitted.append((request.id, slot))
+                return .awaiting
+            }
+            return .later(request, receivedAt: receivedAt)
+        }
+
+        mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
+            answeredLater.append(request.id)
+            out += frame(request.id)
+        }
+    }
+
+    static let second: UInt64 = 1_000_000_000
+
+    func machine(maximumFrameBytes: Int = 1024, maximumPendingOutputBytes: Int = 1 << 20, maximumAwaitedAnswers: Int = 256,
+                 idleTimeout: UInt64 = 0) -> ConnectionStateMachine {
+        ConnectionStateMachine(limits: .init(maximumFrameBytes: maximumFrameBytes, maximumPendingOutputBytes: maximumPendingOutputBytes,
+                                             maximumAwaitedAnswers: maximumAwaitedAnswers, slowReaderTimeout: 10 * Self.second,
+                                             idleTimeout: idleTimeout, frameReadTimeout: 5 * Self.second),
+                               now: 0)
+    }
+
+    func requests(_ ids: [UInt64]) -> [UInt8] {
+        ids.flatMap { Framing.frame(Request(id: $0, method: .serverInfo).encoded()) }
+    }
+
+    /// The ids and statuses of the frames in `bytes`.
+    func answers(_ bytes: [UInt8]) -> [(UInt64, StatusCode)] {
+        bytes.withUnsafeBytes { raw in
+            var rest = raw
+            var found: [(UInt64, StatusCode)] = []
+            while let f = try? Framing.firstFrame(in: rest, maximumFrameBytes: Int(UInt32.max)), f.byteCount > 0 {
+                found.append(ResponseFramePeek.idAndStatus(UnsafeRawBufferPointer(rebasing: rest[..<f.byteCount])))
+                rest = UnsafeRawBufferPointer(rebasing: rest[f.byteCount...])
+            }
+            return found
+        }
+    }
+
+    func ids(_ bytes: [UInt8]) -> [UInt64] { answers(bytes).map(\.0) }
+
+    @discardableResult
+    func feed(_ m: inout ConnectionStateMachine, _ bytes: [UInt8], now: UInt64 = 1, _ r: inout Responder,
+              into out: inout [UInt8]) -> FrameError? {
+        bytes.withUnsafeBytes { m.bytesArrived($0, now: now, into: &out, &r) }
+    }
+
+    @Test func framesSplitAnywhereAreAnsweredOnceEachInOrder() {
+        let stream = requests([1, 2, 3])
+        for cut in 0...stream.count {
+            var m = machine()
+            var r = Responder()
+            var out: [UInt8] = []
+            feed(&m, Array(stream[..<cut]), &r, into: &out)
+            feed(&m, Array(stream[cut...]), &r, into: &out)
+            #expect(ids(out) == [1, 2, 3], "cut at \(cut)")
+            #expect(m.decoder.bufferedByteCount == 0 && m.isReading && !m.isDone)
+        }
+    }
+
+    @Test func answersLeaveInRequestOrderBehindAnAwaitedOne() {
+        var m = machine()
+        var r = Responder(awaited: [1, 4])
+        var out: [UInt8] = []
+        feed(&m, requests([1, 2, 3, 4, 5]), &r, into: &out)
+        // 1 is at the commit queue: nothing may go before it.
+        #expect(out.isEmpty)
+        #expect(r.submitted.map(\.id) == [1, 4])
+        #expect(m.held.count == 5)
+        // Request 4's answer comes first: still nothing goes.
+        m.answerArrived(slot: r.submitted[1].slot, frame: r.frame(4), &r)
+        #expect(m.pendingOutputBytes == 0)
+        // Then 1's: 1, then 2 and 3 answered in their turn, then 4, then 5.
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        #expect(ids(Array(m.output[m.outputOffset...])) == [1, 2, 3, 4, 5])
+        #expect(r.answeredLater == [2, 3, 5])
+        #expect(m.held.isEmpty)
+    }
+
+    @Test func owedOutputOverTheLimitPausesReadingUntilItDrainsToHalf() {
+        var m = machine(maximumPendingOutputBytes: 300)
+        var r = Responder(padding: 100)
+        var out: [UInt8] = []
+        feed(&m, requests(Array(1...8)), &r, into: &out)
+        let first = ids(out)
+        #expect(first.count < 8 && first == Array(1...UInt64(first.count)))
+        #expect(!m.isReading)
+        // The socket takes nothing: the answers are kept, the rest of the
+        // requests stay unanswered in the decoder.
+        m.keep(&out, written: 0, now: 2)
+        #expect(m.wantsToWrite && m.decoder.bufferedByteCount > 0)
+        let early = m.resume(now: 3)
+        #expect(!early)
+        // The client reads it all: reading resumes, more is answered, and
+        // pauses again over the limit, until every request is answered.
+        var all: [UInt64] = []
+        var rounds = 0
+        repeat {
+            all += ids(Array(m.output[m.outputOffset...]))
+            m.wrote(m.pendingOutputBytes, now: 4)
+            let resumed = m.resume(now: 4)
+            #expect(resumed)
+            var more: [UInt8] = []
+            feed(&m, [], now: 5, &r, into: &more)
+            m.keep(&more, written: 0, now: 5)
+            rounds += 1
+        } while m.decoder.bufferedByteCount > 0 && rounds < 10
+        all += ids(Array(m.output[m.outputOffset...]))
+        #expect(all == Array(1...8) && rounds > 1)
+        #expect(m.isReading)
+    }
+
+    @Test func tooManyAwaitedAnswersPauseReadingUntilHalfAreBack() {
+        var m = machine(maximumAwaitedAnswers: 4)
+        var r = Responder(awaited: Set(1...6))
+        var out: [UInt8] = []
+        feed(&m, requests(Array(1...6)), &r, into: &out)
+        #expect(r.submitted.count == 4 && !m.isReading)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        m.answerArrived(slot: r.submitted[1].slot, frame: r.frame(2), &r)
+        // Two still awaited: not under half of four yet.
+        let early = m.resume(now: 2)
+        #expect(!early && !m.isReading)
+        m.answerArrived(slot: r.submitted[2].slot, frame: r.frame(3), &r)
+        let resumed = m.resume(now: 3)
+        #expect(resumed)
+        feed(&m, [], &r, into: &out)
+        #expect(r.submitted.map(\.id) == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func anOversizeFrameIsAnsweredAfterWhatIsOwedThenTheConnectionCloses() {
+        var m = machine(maximumFrameBytes: 64)
+        var r = Responder(awaited: [1])
+        var out: [UInt8] = []
+        let error = feed(&m, requests([1]) + [0, 0, 3, 232] + [UInt8](repeating: 0, count: 10), &r, into: &out)
+        #expect(error == .frameTooLarge(length: 1000, maximum: 64))
+        #expect(!m.isReading && out.isEmpty && !m.isDone)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        let sent = answers(Array(m.output[m.outputOffset...]))
+        #expect(sent.map(\.0) == [1, 0] && sent.last?.1 == .resourceExhausted)
+        m.wrote(m.pendingOutputBytes, now: 2)
+        #expect(m.isDone)
+    }
+
+    @Test func thePeersEndClosesOnlyOnceEveryAnswerIsWritten() {
+        var m = machine()
+        var r = Responder(awaited: [7])
+        var out: [UInt8] = []
+        feed(&m, requests([7]), &r, into: &out)
+        m.peerClosed()
+        #expect(!m.isReading && !m.isDone)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(7), &r)
+        #expect(!m.isDone && m.wantsToWrite)
+        m.wrote(m.pendingOutputBytes - 1, now: 2)
+        #expect(!m.isDone)
+        m.wrote(1, now: 3)
+        #expect(m.isDone)
+    }
+
+    @Test func aFailedReadDropsWhatWasOwed() {
+        var m = machine()
+        var r = Responder(padding: 10)
+        var out: [UInt8] = []
+        feed(&m, requests([1]), &r, into: &out)
+        m.keep(&out, written: 3, now: 1)
+        m.readFailed()
+        #expect(m.isDone && !m.wantsToWrite)
+    }
+
+    @Test func pushedFramesWaitForOwedAnswersAndForBackedUpOutput() {
+        var m = machine()
+        var r = Responder(awaited: [1], padding: 70_000)
+        var out: [UInt8] = []
+        #expect(!m.mayPushWatchFrames)  // nothing waiting
+        m.watchFrameWaiting()
+        #expect(m.mayPushWatchFrames)
+        feed(&m, requests([1]), &r, into: &out)
+        // An answer is owed: the pushed frame must not overtake it.
+        #expect(!m.mayPushWatchFrames)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        // Now over 64 KiB is owed: the frame waits (merged) until it drains.
+        #expect(m.pendingOutputBytes > 64 * 1024 && !m.mayPushWatchFrames)
+        m.wrote(m.pendingOutputBytes, now: 2)
+        #expect(m.mayPushWatchFrames)
+        m.pushWatchFrames { $0 += r.frame(99) }
+        #expect(ids(Array(m.output[m.outputOffset...])) == [99] && !m.mayPushWatchFrames)
+        m.watchFrameWaiting()
+        m.watchFrameDropped()
+        #expect(!m.mayPushWatchFrames)
+    }
+
+    @Test func theClockCutsOffSlowReadersAndFramesThatDoNotFinish() {
+        var m = machine()
+        var r = Responder(padding: 10)
+        var out: [UInt8] = []
+        // Half a frame at second 1.
+        let frame = requests([1])
+        feed(&m, Array(frame.prefix(6)), now: Self.second, &r, into: &out)
+        #expect(m.timeout(now: 5 * Self.second) == nil)
+        #expect(m.timeout(now: 6 * Self.second + 1) == .frameNotFinished(buffered: 6, announced: frame.count - 4))
+        // The rest comes: answered; the socket takes none of it at second 7.
+        feed(&m, Array(frame.dropFirst(6)), now: 7 * Self.second, &r, into: &out)
+        m.keep(&out, written: 0, now: 7 * Self.second)
+        #expect(m.timeout(now: 16 * Self.second) == nil)
+        #expect(m.timeout(now: 17 * Self.second + 1) == .notReading(pendingBytes: m.pendingOutputBytes))
+        // Progress resets the stall.
+        m.wrote(1, now: 17 * Self.second)
+        #expect(m.timeout(now: 18 * Self.second) == nil)
+    }
+
+    @Test func idleConnectionsCloseOnlyWhenConfiguredAndOwingNothing() {
+        let none = machine()
+        #expect(none.timeout(now: 1000 * Self.second) == nil)
+        var m = machine(idleTimeout: 30 * Self.second)
+        var r = Responder(awaited: [1])
+        var out: [UInt8] = []
+        feed(&m, requests([1]), now: Self.second, &r, into: &out)
+        // An answer is owed: not idle, however long it takes.
+        #expect(m.timeout(now: 100 * Self.second) == nil)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        m.wrote(m.pendingOutputBytes, now: 100 * Self.second)
+        #expect(m.timeout(now: 129 * Self.second) == nil)
+        #expect(m.timeout(now: 131 * Self.second) == .idle)
+    }
+
+    @Test func aCutOffDropsTheUnfinishedFrameAndSaysWhyOnce() {
+        var m = machine()
+        var r = Responder(awaited: [1])
+        var out: [UInt8] = []
+        feed(&m, requests([1]) + Array(requests([2]).prefix(5)), &r, into: &out)
+        #expect(m.decoder.bufferedByteCount == 5)
+        m.cutOff(Status(.resourceExhausted, "too slow"))
+        m.cutOff(Status(.resourceExhausted, "again"))
+        #expect(m.decoder.bufferedByteCount == 0 && m.decoder.storageByteCount == 0 && !m.isReading)
+        // The status goes after the answer owed before it, once.
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
+        let sent = answers(Array(m.output[m.outputOffset...]))
+        #expect(sent.map(\.0) == [1, 0] && sent.last?.1 == .resourceExhausted)
+    }
+}
