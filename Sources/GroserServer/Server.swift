@@ -60,7 +60,7 @@ public final class Server: Sendable {
         let unfinished = UnfinishedFrames(limit: config.maximumUnfinishedFrameBytes, loops: max(1, config.threads))
         let handoff = ConnectionHandoff(loops: max(1, config.threads))
         let watches = WatchHub(catalog: service.current, loops: max(1, config.threads))
-        service.subscribe { change in watches.publish(change) }
+        service.subscribe({ change in watches.publish(change) }, announce: { watches.wakeLoops() })
         let counters = DaemonCounters(loops: max(1, config.threads), durability: customers?.durability)
         do {
             for i in 0..<max(1, config.threads) {

@@ -13,6 +13,8 @@ public final class CatalogService: Sendable {
     private let imageBaseURL: String
     private let encoded: Locked<EncodedCatalog>
     private let subscribers = Locked<[@Sendable (CatalogChange) -> Void]>([])
+    /// Called by `announce()`: the watch hub wakes the event loops.
+    private let announcers = Locked<[@Sendable () -> Void]>([])
     private let counters = Locked(Counters())
     /// Serialises the change path: the commit thread's refreshes and an
     /// import's swap.
@@ -60,19 +62,34 @@ public final class CatalogService: Sendable {
 
     public var stats: Counters { counters.withLock { $0 } }
 
-    /// Calls `handler` with every later change, on the thread that applied it.
-    public func subscribe(_ handler: @escaping @Sendable (CatalogChange) -> Void) {
+    /// Calls `handler` with every later change, in version order, on the
+    /// thread that applied it, as it is applied; `announce` when the change
+    /// may be told (`refresh(announce:)`, `announce()`).
+    public func subscribe(_ handler: @escaping @Sendable (CatalogChange) -> Void,
+                          announce: @escaping @Sendable () -> Void = {}) {
         subscribers.withLock { $0.append(handler) }
+        announcers.withLock { $0.append(announce) }
     }
 
     /// Brings the served catalog to storage's version: re-encodes the shelves
     /// changed since the current version (the whole catalog when a change
     /// altered a store's layout). Returns true when it changed. Called by the
     /// one thread that commits catalog changes.
+    /// With `announce: false` the subscribers record the change but are
+    /// not told to send it on until `announce()`: the commit queue first
+    /// queues the change's own answer, so watch frames do not go out
+    /// before it.
     @discardableResult
-    public func refresh() throws(StorageError) -> Bool {
+    public func refresh(announce: Bool = true) throws(StorageError) -> Bool {
         if importing.load(ordering: .acquiring) { return false }
-        return try changing.withLock { (_) throws(StorageError) -> Bool in try refreshLocked() }
+        let changed = try changing.withLock { (_) throws(StorageError) -> Bool in try refreshLocked() }
+        if announce { self.announce() }
+        return changed
+    }
+
+    /// Tells the subscribers that the changes they recorded may go out.
+    public func announce() {
+        for announce in announcers.withLock({ $0 }) { announce() }
     }
 
     /// Runs `apply` (an import's commit), then loads and encodes the whole
@@ -93,6 +110,7 @@ public final class CatalogService: Sendable {
             for handler in subscribers.withLock({ $0 }) { handler(change) }
             _ = try refreshLocked()
         }
+        announce()
         Allocator.returnFreeMemory()
         return result
     }

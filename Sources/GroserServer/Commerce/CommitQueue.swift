@@ -145,7 +145,9 @@ final class CommitQueue: Sendable {
             catalogChanged = false
         }
         if catalogChanged {
-            do { try catalog.refresh() } catch { logger.error("cannot reload the catalog after a change: \(error)") }
+            // Readers see the change before its answer leaves; watchers
+            // hear of it after (below), so no watch frame overtakes it.
+            do { try catalog.refresh(announce: false) } catch { logger.error("cannot reload the catalog after a change: \(error)") }
         }
         for (job, outcome) in zip(batch, outcomes) {
             guard let outcome else { continue }  // unreachable: every slot was filled above
@@ -156,6 +158,7 @@ final class CommitQueue: Sendable {
             }
             job.reply(frame)
         }
+        if catalogChanged { catalog.announce() }
     }
 }
 

@@ -202,7 +202,8 @@ final class CustomerShard: @unchecked Sendable {
         for key in overlay.removed { state.sessions[key] = nil }
         for j in jobs { if let key = j.key { state.sessions[key]?.lastActiveUnix = now } }
         if overlay.soldOut {
-            do { try context.catalog.refresh() } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
+            // Watchers hear of the sold-out product after the answers are queued.
+            do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
         for (i, (j, outcome)) in zip(jobs, outcomes).enumerated() {
             if let call = j.step {
@@ -219,6 +220,7 @@ final class CustomerShard: @unchecked Sendable {
             }
             j.job.reply(frame)
         }
+        if overlay.soldOut { context.catalog.announce() }
         if !overlay.records.isEmpty {
             do {
                 if try store.checkpointDue() { checkpointRequested?(self) }

@@ -73,7 +73,8 @@ public final class WatchHub: Sendable {
 
     func attach(wakers: [@Sendable () -> Void]) { self.wakers.withLock { $0 = wakers } }
 
-    /// Called with every catalog change, on the thread that applied it.
+    /// Called with every catalog change, on the thread that applied it:
+    /// records it and fills the loops' mailboxes; `wakeLoops` sends it on.
     func publish(_ change: CatalogChange) {
         var records = change.stores.map { s in
             StoreChangeRecord(storeUID: s.storeUID, version: s.storeVersion, catalogVersion: change.catalogVersion,
@@ -111,6 +112,11 @@ public final class WatchHub: Sendable {
                 }
             }
         }
+    }
+
+    /// Wakes every loop to send the changes `publish` left in its mailbox
+    /// (after the change's own answer is queued: `CatalogService.announce`).
+    func wakeLoops() {
         for wake in wakers.withLock({ $0 }) { wake() }
     }
 
