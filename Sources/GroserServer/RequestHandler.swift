@@ -60,10 +60,7 @@ public struct RequestHandler: Sendable {
 
     /// Methods the event loop answers itself.
     static func answeredByLoop(_ method: RequestMethod) -> Bool {
-        switch method {
-        case .watch, .cancelWatch, .stats: true
-        default: false
-        }
+        method.field?.info.executor == .eventLoop
     }
 
     /// True when a request's deadline passed; then its answer is appended.

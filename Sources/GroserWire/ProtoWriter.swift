@@ -105,34 +105,8 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case cancelWatch = 31
     case stats = 32
 
-    /// The method's name as ServerInfo lists it.
-    public var methodName: String {
-        switch self {
-        case .serverInfo: "ServerInfo"
-        case .listCities: "ListCities"
-        case .getStore: "GetStore"
-        case .getShelf: "GetShelf"
-        case .openSession: "OpenSession"
-        case .getCart: "GetCart"
-        case .addItem: "AddItem"
-        case .setQuantity: "SetQuantity"
-        case .removeItem: "RemoveItem"
-        case .clearCart: "ClearCart"
-        case .checkout: "Checkout"
-        case .listOrders: "ListOrders"
-        case .setProduct: "SetProduct"
-        case .listProducts: "ListProducts"
-        case .importCatalog: "ImportCatalog"
-        case .exportCatalog: "ExportCatalog"
-        case .register: "Register"
-        case .login: "Login"
-        case .logout: "Logout"
-        case .whoAmI: "WhoAmI"
-        case .watch: "Watch"
-        case .cancelWatch: "CancelWatch"
-        case .stats: "Stats"
-        }
-    }
+    /// The method's name as ServerInfo lists it (MethodTable).
+    public var methodName: String { info.name }
 }
 
 /// Writes whole Response frames (length prefix included) into a buffer.

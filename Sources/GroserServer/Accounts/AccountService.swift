@@ -39,10 +39,7 @@ final class AccountService: Sendable {
     }
 
     static func handles(_ method: RequestMethod) -> Bool {
-        switch method {
-        case .register, .login: return true
-        default: return false
-        }
+        method.field?.info.executor == .accountWorkers
     }
 
     func start() throws(Errno) {

@@ -43,10 +43,7 @@ final class ImportService: Sendable {
     }
 
     static func handles(_ method: RequestMethod) -> Bool {
-        switch method {
-        case .importCatalog, .exportCatalog: true
-        default: false
-        }
+        method.field?.info.executor == .importThread
     }
 
     func start() throws(Errno) {

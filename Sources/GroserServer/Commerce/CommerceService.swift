@@ -58,11 +58,7 @@ public struct CommerceService: Sendable {
     /// True for the methods that need storage (they leave the event loop):
     /// the customer shards' and the commit queue's.
     public static func handles(_ method: RequestMethod) -> Bool {
-        if CustomerService.handles(method) { return true }
-        switch method {
-        case .setProduct, .importCatalog, .exportCatalog: return true
-        default: return false
-        }
+        method.field?.info.isDeferred == true
     }
 
 

@@ -157,11 +157,8 @@ public final class CustomerService: Sendable {
 
     /// True for the methods the shards answer.
     public static func handles(_ method: RequestMethod) -> Bool {
-        switch method {
-        case .openSession, .getCart, .addItem, .setQuantity, .removeItem, .clearCart, .checkout, .listOrders,
-             .register, .login, .logout, .whoAmI: return true
-        default: return false
-        }
+        let executor = method.field?.info.executor
+        return executor == .customerShard || executor == .accountWorkers
     }
 
     /// The session token a request carries, if any.
