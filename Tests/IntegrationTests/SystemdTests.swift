@@ -130,15 +130,9 @@ struct SystemdTests {
     }
 
     @Test func versionAndJSONLogs() throws {
-        let v = Process()
-        v.executableURL = URL(fileURLWithPath: Daemon.groserd)
-        v.arguments = ["--version"]
-        let out = Pipe()
-        v.standardOutput = out
-        try v.run()
-        v.waitUntilExit()
-        #expect(v.terminationStatus == 0)
-        #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).hasPrefix("groserd "))
+        let version = try runProgram(Daemon.groserd, ["--version"], environment: minimalEnvironment())
+        #expect(version.status == 0)
+        #expect(version.out.hasPrefix("groserd "))
 
         let daemon = try Daemon(extraArguments: ["--log-format", "json", "--log-level", "debug"])
         _ = try daemon.client().store(.cityCode("SPB"))
