@@ -16,6 +16,8 @@ public struct Watcher: Sendable {
         var version: UInt64
         var catalogVersion: UInt64
         var reload: Bool
+        /// The merged changes' shelves and products; empty while `single`
+        /// holds the frame's one change.
         var shelfUIDs: Set<String>
         var products: [String: ProductChange]
         /// Changes merged into this one frame beyond the first.
@@ -41,13 +43,20 @@ public struct Watcher: Sendable {
     mutating func take(_ r: StoreChangeRecord) -> Bool {
         guard r.storeUID == storeUID, r.version > (pending?.version ?? sentVersion) else { return false }
         guard var p = pending else {
+            // The common case, one change per frame: the record's body is sent
+            // as encoded once; the sets are built only if a second one merges.
             pending = Pending(version: r.version, catalogVersion: r.catalogVersion, reload: r.reload,
-                              shelfUIDs: Set(r.shelfUIDs), products: r.reload ? [:] : Dictionary(r.products.map { ($0.uid, $0) }, uniquingKeysWith: { $1 }),
-                              merged: 0)
+                              shelfUIDs: [], products: [:], merged: 0)
             single = r
             return false
         }
-        single = nil
+        if let first = single {
+            if !first.reload {
+                p.shelfUIDs = Set(first.shelfUIDs)
+                for c in first.products { p.products[c.uid] = c }
+            }
+            single = nil
+        }
         p.version = r.version
         p.catalogVersion = r.catalogVersion
         p.merged += 1
