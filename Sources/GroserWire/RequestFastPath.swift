@@ -22,7 +22,11 @@ extension Request {
         var reader = FastWireReader(bytes)
         var id: UInt64 = 0
         var deadline: UInt32 = 0
-        var method: RequestMethod?
+        // The method's tag and body; decoded once, after the loop (a
+        // RequestMethod? held through the loop was copied and destroyed at
+        // every step: about 1,000 instructions of ServerInfo's 3,600).
+        var methodTag: UInt64 = 0
+        var methodBody = UnsafeRawBufferPointer(start: nil, count: 0)
         var seenID = false, seenDeadline = false
         while !reader.atEnd {
             // Every tag read here fits two bytes; a longer one is another field.
@@ -36,25 +40,33 @@ extension Request {
                 guard !seenDeadline, let v = reader.varint(maxBytes: 5) else { return nil }
                 deadline = UInt32(truncatingIfNeeded: v)
                 seenDeadline = true
-            case serverInfoTag, listCitiesTag:
-                guard method == nil, let body = reader.lengthDelimited(), body.isEmpty else { return nil }
-                method = tag == serverInfoTag ? .serverInfo : .listCities
-            case getStoreTag:
-                guard method == nil, let body = reader.lengthDelimited(), let m = getStore(body) else { return nil }
-                method = m
-            case getShelfTag:
-                guard method == nil, let body = reader.lengthDelimited(), let m = getShelf(body) else { return nil }
-                method = m
-            case addItemTag, setQuantityTag:
-                guard method == nil, let body = reader.lengthDelimited(), let item = cartItem(body) else { return nil }
-                method = tag == addItemTag
-                    ? .addItem(item.cart, productUID: item.product, quantity: item.quantity)
-                    : .setQuantity(item.cart, productUID: item.product, quantity: item.quantity)
+            case serverInfoTag, listCitiesTag, getStoreTag, getShelfTag, addItemTag, setQuantityTag:
+                guard methodTag == 0, let body = reader.lengthDelimited() else { return nil }
+                methodTag = tag
+                methodBody = body
             default:
                 return nil
             }
         }
-        guard let method else { return nil }
+        let method: RequestMethod
+        switch methodTag {
+        case serverInfoTag, listCitiesTag:
+            guard methodBody.isEmpty else { return nil }
+            method = methodTag == serverInfoTag ? .serverInfo : .listCities
+        case getStoreTag:
+            guard let m = getStore(methodBody) else { return nil }
+            method = m
+        case getShelfTag:
+            guard let m = getShelf(methodBody) else { return nil }
+            method = m
+        case addItemTag, setQuantityTag:
+            guard let item = cartItem(methodBody) else { return nil }
+            method = methodTag == addItemTag
+                ? .addItem(item.cart, productUID: item.product, quantity: item.quantity)
+                : .setQuantity(item.cart, productUID: item.product, quantity: item.quantity)
+        default:
+            return nil
+        }
         return Request(id: id, deadlineMilliseconds: deadline, method: method)
     }
 
