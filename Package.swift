@@ -26,6 +26,8 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // Snowball stemmers (Debian's libstemmer-dev ships no pkg-config file).
+        .systemLibrary(name: "CStemmer", providers: [.apt(["libstemmer-dev"])]),
         .systemLibrary(name: "CLinux"),
         .target(name: "CGroserProto", dependencies: ["CProtobufC"]),
 
@@ -37,8 +39,11 @@ let package = Package(
         // Storage behind the CatalogStore protocol; SQLite is the embedded store.
         // Session tokens are kept as BLAKE2b hashes (libsodium).
         .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium"]),
+        // Product search: tokens, Snowball stems, typos, the per-store index
+        // and its ranking. Pure but for the stemmer; no storage, no sockets.
+        .target(name: "GroserSearch", dependencies: ["GroserWire", "GroserSystem", "CStemmer"]),
         // Request handling (pure) and the event loops that move frames.
-        .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage", "CSodium"]),
+        .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage", "GroserSearch", "CSodium"]),
         // The client library other packages depend on.
         .target(name: "GroserClient", dependencies: ["GroserWire", "GroserSystem"]),
         // groser-client's commands, output formats and argument parsing.
@@ -60,6 +65,7 @@ let package = Package(
 
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
+        .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
         .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire", "GroserSystem"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),

@@ -1003,7 +1003,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[25] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[26] =
 {
   {
     "id",
@@ -1305,6 +1305,18 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[25]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "search_products",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, search_products),
+    &groser__v1__search_products_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -1326,6 +1338,7 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   6,   /* field[6] = open_session */
   18,   /* field[18] = register */
   10,   /* field[10] = remove_item */
+  25,   /* field[25] = search_products */
   2,   /* field[2] = server_info */
   14,   /* field[14] = set_product */
   9,   /* field[9] = set_quantity */
@@ -1337,7 +1350,7 @@ static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 25 }
+  { 0, 26 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -1347,14 +1360,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  25,
+  26,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[26] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[27] =
 {
   {
     "id",
@@ -1668,6 +1681,18 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[26
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "search_products",
+    33,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, search_products),
+    &groser__v1__search_products_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   9,   /* field[9] = add_item */
@@ -1689,6 +1714,7 @@ static const unsigned groser__v1__response__field_indices_by_name[] = {
   7,   /* field[7] = open_session */
   19,   /* field[19] = register */
   11,   /* field[11] = remove_item */
+  26,   /* field[26] = search_products */
   3,   /* field[3] = server_info */
   15,   /* field[15] = set_product */
   10,   /* field[10] = set_quantity */
@@ -1701,7 +1727,7 @@ static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 26 }
+  { 0, 27 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1711,7 +1737,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  26,
+  27,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,

@@ -1071,7 +1071,7 @@ const ProtobufCMessageDescriptor groser__v1__status_count__descriptor =
   (ProtobufCMessageInit) groser__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[18] =
+static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[19] =
 {
   {
     "server_version",
@@ -1289,6 +1289,18 @@ static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "search_index_bytes",
+    19,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, search_index_bytes),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   13,   /* field[13] = catalog_products */
@@ -1302,6 +1314,7 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   15,   /* field[15] = fsync */
   9,   /* field[9] = methods */
   16,   /* field[16] = resident_bytes */
+  18,   /* field[18] = search_index_bytes */
   0,   /* field[0] = server_version */
   17,   /* field[17] = slow_readers_cut_off */
   1,   /* field[1] = uptime_ms */
@@ -1313,7 +1326,7 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
 static const ProtobufCIntRange groser__v1__stats_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 18 }
+  { 0, 19 }
 };
 const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
 {
@@ -1323,7 +1336,7 @@ const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
   "Groser__V1__StatsResponse",
   "groser.v1",
   sizeof(Groser__V1__StatsResponse),
-  18,
+  19,
   groser__v1__stats_response__field_descriptors,
   groser__v1__stats_response__field_indices_by_name,
   1,  groser__v1__stats_response__number_ranges,

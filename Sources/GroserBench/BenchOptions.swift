@@ -1,4 +1,5 @@
 import GroserClient
+import GroserSystem
 import GroserWire
 
 /// A command line groser-bench cannot run as written (exit code 2).
@@ -47,10 +48,10 @@ public struct BenchOptions: Sendable, Equatable {
                            and refilled when all of them are answered (default: 1)
       -n N                 total requests (default: 100000)
       -t SECONDS           run for this long instead of -n
-      --method NAME        info, cities, get-store, shelf, cart-add or mix (default: info)
-      --city CODE          get-store, cart-add, mix: the city's default store
-      --city-uid UID       get-store, cart-add, mix: the city's default store, by uid
-      --store UID          get-store, cart-add, mix: this store
+      --method NAME        info, cities, get-store, shelf, cart-add, mix or search (default: info)
+      --city CODE          get-store, cart-add, mix, search: the city's default store
+      --city-uid UID       get-store, cart-add, mix, search: the city's default store, by uid
+      --store UID          get-store, cart-add, mix, search: this store
       --product UID        cart-add, mix: the product to add (default: the store's first in stock);
                            every connection adds to a session of its own, one unit a request,
                            so start groserd with a large --max-quantity
@@ -59,6 +60,9 @@ public struct BenchOptions: Sendable, Equatable {
                            rest get-store without products (default: 10); the summary gives
                            reads and writes apart as well as together
       --shelf UID          shelf: this shelf
+      --query TEXT         search: a query (repeat for several); each connection sends them in turn,
+                           SearchProducts with page size 10
+      --queries FILE       search: the queries, one a line (blank lines skipped)
       --threads N          load generator threads (default: 1)
       --warmup SECONDS     run this long first and throw the result away (default: 0)
       --json               print the summary as one JSON object
@@ -82,6 +86,7 @@ public struct BenchOptions: Sendable, Equatable {
         var city: String?, cityUID: String?, store: String?, shelf: String?, product: String?
         var products = false
         var writePercent: Int?
+        var queries: [String] = []
         var requests: Int?, seconds: Double?
         var i = 0
         while i < arguments.count {
@@ -134,6 +139,12 @@ public struct BenchOptions: Sendable, Equatable {
             case "--city-uid": cityUID = try value()
             case "--store": store = try value()
             case "--shelf": shelf = try value()
+            case "--query": queries.append(try value())
+            case "--queries":
+                let path = try value()
+                guard let bytes = try? Files.read(path) else { throw BenchUsageError("--queries: cannot read \(path)") }
+                queries += String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+                    .map { String($0) }.filter { !$0.allSatisfy(\.isWhitespace) }
             case "--product": product = try value()
             case "--products": try flag(); products = true
             case "--write-percent": writePercent = try percent()
@@ -158,8 +169,11 @@ public struct BenchOptions: Sendable, Equatable {
 
         let selectors = [city.map(StoreSelector.cityCode), cityUID.map(StoreSelector.cityUID),
                          store.map(StoreSelector.storeUID)].compactMap { $0 }
-        if !["get-store", "cart-add", "mix"].contains(methodName) && !selectors.isEmpty {
-            throw BenchUsageError("--city, --city-uid and --store are for --method get-store, cart-add and mix")
+        if !["get-store", "cart-add", "mix", "search"].contains(methodName) && !selectors.isEmpty {
+            throw BenchUsageError("--city, --city-uid and --store are for --method get-store, cart-add, mix and search")
+        }
+        if methodName != "search" && !queries.isEmpty {
+            throw BenchUsageError("--query and --queries are for --method search")
         }
         if methodName != "get-store" && products {
             throw BenchUsageError("--products is for --method get-store")
@@ -194,8 +208,14 @@ public struct BenchOptions: Sendable, Equatable {
                 throw BenchUsageError("--method mix needs exactly one of --city, --city-uid or --store")
             }
             options.method = .mix(selectors[0], writePercent: writePercent ?? 10, productUID: product)
+        case "search":
+            guard selectors.count == 1 else {
+                throw BenchUsageError("--method search needs exactly one of --city, --city-uid or --store")
+            }
+            guard !queries.isEmpty else { throw BenchUsageError("--method search needs --query TEXT or --queries FILE") }
+            options.method = .search(selectors[0], queries: queries)
         default:
-            throw BenchUsageError("--method must be info, cities, get-store, shelf, cart-add or mix, not \"\(methodName)\"")
+            throw BenchUsageError("--method must be info, cities, get-store, shelf, cart-add, mix or search, not \"\(methodName)\"")
         }
         return .run(options)
     }

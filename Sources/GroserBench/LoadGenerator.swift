@@ -23,6 +23,9 @@ final class BenchConnection {
     /// A mix's frames, the read's then the write's; nil for a single method.
     private let kindFrames: UnsafeMutableRawBufferPointer?
     private let readFrameSize: Int
+    /// A search's query frames, one after another, sent in turn; nil otherwise.
+    private let cycleFrames: UnsafeMutableRawBufferPointer?
+    private let cycleRanges: [Range<Int>]
     private let writePercent: Int
     /// Where this connection starts in the mix's cycle of 100 requests.
     private let phase: Int
@@ -55,8 +58,10 @@ final class BenchConnection {
 
     /// `frames` is one frame, or a mix's read and write frames with the
     /// share of writes and the connection's `phase` in the cycle.
-    init(socket: Socket, frames: [RequestFrame], writePercent: Int = 0, phase: Int = 0, pipeline: Int, requests: Int) {
-        precondition(frames.count == 1 || frames.count == 2)
+    /// With `cycle`, `frames` are a search's queries, sent in turn from `phase` on.
+    init(socket: Socket, frames: [RequestFrame], writePercent: Int = 0, phase: Int = 0, pipeline: Int, requests: Int,
+         cycle: Bool = false) {
+        precondition(cycle ? !frames.isEmpty : frames.count == 1 || frames.count == 2)
         self.socket = socket
         self.pipeline = pipeline
         self.remaining = requests
@@ -64,7 +69,22 @@ final class BenchConnection {
         self.phase = phase
         batchKinds = .allocate(capacity: pipeline)
         batchKinds.initialize(repeating: 0)
-        if frames.count == 1 {
+        if cycle {
+            let all = frames.flatMap(\.bytes)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: all.count, alignment: 8)
+            buffer.copyBytes(from: all)
+            var ranges: [Range<Int>] = []
+            var at = 0
+            for f in frames { ranges.append(at..<(at + f.bytes.count)); at += f.bytes.count }
+            cycleFrames = buffer
+            cycleRanges = ranges
+            frameSize = frames.map(\.bytes.count).max()!
+            batch = .allocate(byteCount: frameSize * pipeline, alignment: 8)
+            kindFrames = nil
+            readFrameSize = frameSize
+        } else if frames.count == 1 {
+            cycleFrames = nil
+            cycleRanges = []
             let size = frames[0].bytes.count
             let batch = UnsafeMutableRawBufferPointer.allocate(byteCount: size * pipeline, alignment: 8)
             frames[0].bytes.withUnsafeBytes { one in
@@ -75,6 +95,8 @@ final class BenchConnection {
             kindFrames = nil
             readFrameSize = size
         } else {
+            cycleFrames = nil
+            cycleRanges = []
             let read = frames[0].bytes, write = frames[1].bytes
             let both = UnsafeMutableRawBufferPointer.allocate(byteCount: read.count + write.count, alignment: 8)
             both.copyBytes(from: read + write)
@@ -89,6 +111,7 @@ final class BenchConnection {
     deinit {
         batch.deallocate()
         kindFrames?.deallocate()
+        cycleFrames?.deallocate()
         batchKinds.deallocate()
         input.deallocate()
         if socket.isOpen { socket.close() }
@@ -99,7 +122,17 @@ final class BenchConnection {
     func prepareBatch() -> Int {
         let count = min(pipeline, remaining)
         let base = batch.baseAddress!
-        if let kindFrames {
+        if let cycleFrames {
+            var offset = 0
+            for _ in 0..<count {
+                let r = cycleRanges[Int((nextSequence + UInt64(phase)) % UInt64(cycleRanges.count))]
+                (base + offset).copyMemory(from: cycleFrames.baseAddress! + r.lowerBound, byteCount: r.count)
+                RequestFrame.writeID(RequestFrame.id(sequence: nextSequence), into: base + offset + RequestFrame.idOffset)
+                offset += r.count
+                nextSequence += 1
+            }
+            sendEnd = offset
+        } else if let kindFrames {
             var offset = 0
             for i in 0..<count {
                 let write = BenchMethod.mixSendsWrite(sequence: nextSequence, phase: phase, percent: writePercent)
@@ -385,6 +418,10 @@ public enum LoadGenerator {
     static func requestFrames(_ options: BenchOptions) throws(BenchError) -> [[RequestFrame]] {
         var perKind: [[RequestFrame]] = []
         for kind in options.method.kinds {
+            if case .search(let selector, let queries) = kind {
+                let all = queries.map { RequestFrame(requestMethod: .searchProducts(SearchRequest(selector: selector, query: $0, pageSize: 10))) }
+                return Array(repeating: all, count: options.connections)
+            }
             if case .cartAdd(let selector, let named) = kind {
                 perKind.append(try cartAddFrames(selector, product: named, options))
             } else {
@@ -460,9 +497,11 @@ public enum LoadGenerator {
             for (i, socket) in sockets.enumerated() {
                 var writePercent = 0
                 if case .mix(_, let percent, _) = options.method { writePercent = percent }
+                var cycle = false
+                if case .search = options.method { cycle = true }
                 try workers[i % threadCount].add(BenchConnection(socket: socket, frames: frames[i], writePercent: writePercent,
                                                                  phase: i, pipeline: options.pipeline,
-                                                                 requests: perConnection[i]))
+                                                                 requests: perConnection[i], cycle: cycle))
             }
         } catch {
             throw BenchError("cannot set up epoll: \(error)")

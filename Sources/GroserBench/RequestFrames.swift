@@ -13,6 +13,8 @@ public enum BenchMethod: Sendable, Equatable {
     /// of the store, and for `writePercent` % of the requests the AddItem of
     /// `cartAdd` in the same store.
     case mix(StoreSelector, writePercent: Int, productUID: String?)
+    /// SearchProducts (page size 10) of these queries, in turn.
+    case search(StoreSelector, queries: [String])
 
     /// What a run sends, one kind of request after another: the method
     /// itself, or a mix's read (kind 0) and write (kind 1).
@@ -53,6 +55,8 @@ public enum BenchMethod: Sendable, Equatable {
             .addItem(CartMutation(session: "", storeUID: ""), productUID: product ?? "", quantity: 1)
         case .mix:
             kinds[0].requestMethod
+        case .search(let selector, let queries):
+            .searchProducts(SearchRequest(selector: selector, query: queries.first ?? "", pageSize: 10))
         }
     }
 
@@ -65,6 +69,7 @@ public enum BenchMethod: Sendable, Equatable {
         case .getShelf: .getShelf
         case .cartAdd: .addItem
         case .mix: .getStore
+        case .search: .searchProducts
         }
     }
 
@@ -80,6 +85,8 @@ public enum BenchMethod: Sendable, Equatable {
             "cart-add " + Self.describe(selector) + (product.map { " --product \($0)" } ?? "")
         case .mix(let selector, let percent, let product):
             "mix " + Self.describe(selector) + " --write-percent \(percent)" + (product.map { " --product \($0)" } ?? "")
+        case .search(let selector, let queries):
+            "search " + Self.describe(selector) + " (\(queries.count) queries)"
         }
     }
 

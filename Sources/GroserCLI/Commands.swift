@@ -45,6 +45,16 @@ struct Context {
         settings.session(for: client.socketPath, isDefaultSocket: client.socketPath == GroserClient.defaultSocketPath())
     }
 
+    /// The store --city or --store names, else the saved city's default store.
+    func storeSelector(city: String?, store: String?) throws -> StoreSelector {
+        if let city { return .cityCode(city) }
+        if let store { return .storeUID(store) }
+        guard let code = try ClientSettings.load(from: settingsPath).cityCode else {
+            throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
+        }
+        return .cityCode(code)
+    }
+
     /// Writes an answer: Protobuf's JSON mapping with --json, else text for
     /// people (whose server strings `TerminalText` has escaped).
     func print(json: @autoclosure () -> JSON, human: @autoclosure () -> TerminalText) {
@@ -79,7 +89,7 @@ struct Subcommand: Sendable {
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, getStore, shelf, setCity, info, watch, stats, cart, checkout, orders, register, login, logout,
+    static let all: [Subcommand] = [cities, getStore, shelf, search, setCity, info, watch, stats, cart, checkout, orders, register, login, logout,
                                     whoami, admin]
 
     static let cities = Subcommand(
@@ -112,15 +122,7 @@ enum Commands {
             if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
             let products = parsed.flags.contains("--products")
             return { (ctx) throws in
-                let selector: StoreSelector
-                if let city { selector = .cityCode(city) }
-                else if let store { selector = .storeUID(store) }
-                else {
-                    guard let code = try ClientSettings.load(from: ctx.settingsPath).cityCode else {
-                        throw UsageError("no city given and none saved; use --city CODE or first groser-client set-city CODE")
-                    }
-                    selector = .cityCode(code)
-                }
+                let selector = try ctx.storeSelector(city: city, store: store)
                 let v = products ? try ctx.client().storeWithProducts(selector) : try ctx.client().store(selector)
                 ctx.print(json: ProtoJSON.storeCatalog(v), human: HumanOutput.store(v, includeProducts: products))
             }

@@ -138,6 +138,7 @@ extension ProtoJSON {
             ("catalogVersion", .uint64(s.catalogVersion)), ("catalogStores", .uint64(s.catalogStores)),
             ("catalogProducts", .uint64(s.catalogProducts)), ("commitBatches", .uint64(s.commitBatches)),
             ("fsync", latency(s.fsync)), ("residentBytes", .uint64(s.residentBytes)),
+            ("searchIndexBytes", .uint64(s.searchIndexBytes)),
             ("slowReadersCutOff", .uint64(s.slowReadersCutOff)),
         ])
     }
@@ -156,6 +157,7 @@ enum StatsOutput {
         t += "\n# Persistence\ncommit_batches:\(s.commitBatches)\n"
         t += "fsync_usec:p50=\(s.fsync.p50),p90=\(s.fsync.p90),p99=\(s.fsync.p99),p999=\(s.fsync.p999),max=\(s.fsync.max)\n"
         t += "\n# Memory\nused_memory_rss:\(s.residentBytes)\nused_memory_rss_human:\(megabytes(s.residentBytes))\n"
+            + "search_index_bytes:\(s.searchIndexBytes)\nsearch_index_human:\(megabytes(s.searchIndexBytes))\n"
         t += "\n# Commandstats\n"
         for m in s.methods {
             t += "cmdstat_\(m.method):calls=\(m.requests),errors=\(m.errors),usec=\(m.latency.sum),"
@@ -218,6 +220,7 @@ enum StatsOutput {
         metric("commit_batches_total", "counter", "Customer-log batches made durable.", [("", "\(s.commitBatches)")])
         summary("fsync_duration_seconds", "Customer-log appends: one write and fdatasync per batch.", [([], s.fsync)])
         metric("resident_memory_bytes", "gauge", "Resident memory (VmRSS).", [("", "\(s.residentBytes)")])
+        metric("search_index_bytes", "gauge", "Memory of the stores' search indexes (part of the resident memory).", [("", "\(s.searchIndexBytes)")])
         return out
     }
 

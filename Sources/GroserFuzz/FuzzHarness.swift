@@ -427,7 +427,7 @@ public final class FuzzHarness {
              (.openSession, .openSession), (.getCart, .cart), (.addItem, .cart), (.setQuantity, .cart),
              (.removeItem, .cart), (.clearCart, .cart), (.checkout, .checkout), (.listOrders, .listOrders),
              (.setProduct, .setProduct), (.register, .register), (.login, .login), (.logout, .logout), (.whoAmI, .whoAmI),
-             (.watch, .watch), (.cancelWatch, .cancelWatch), (.stats, .stats):
+             (.watch, .watch), (.cancelWatch, .cancelWatch), (.stats, .stats), (.searchProducts, .searchProducts):
             return true
         default:
             return false

@@ -58,6 +58,15 @@ public enum FuzzSeeds {
                 Request(id: 24, method: .exportCatalog(ExportPageRequest(storeUID: store, pageSize: 3))),
                 Request(id: 27, method: .importCatalog(ImportChunk(importID: 99, abort: true))),
             ])),
+            ("method-33-search-products", frames([
+                Request(id: 31, method: .searchProducts(SearchRequest(selector: .storeUID(store), query: "молока 3,2", pageSize: 3))),
+                Request(id: 32, method: .searchProducts(SearchRequest(selector: .cityCode("spb"), query: "vjkjrj", inStockOnly: true,
+                                                                      groupByShelf: true))),
+                Request(id: 33, method: .searchProducts(SearchRequest(selector: .storeUID(store), query: "малоко 1 л", shelfUID: shelf.uid))),
+                Request(id: 34, method: .searchProducts(SearchRequest(selector: .storeUID(store), query: "сыр",
+                                                                      pageToken: "p1.AAAAAAAAAAEAAAAHAAAAAAAAAAAAAAAAAAAAAA"))),
+                Request(id: 35, method: .searchProducts(SearchRequest(selector: nil, query: " "))),
+            ])),
             ("method-15-list-products", frames([
                 Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
                 Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),

@@ -562,6 +562,7 @@ final class EventLoop: @unchecked Sendable {
             s.fsync = LatencySummary(h)
         }
         s.residentBytes = UInt64(ProcessInfo.residentKilobytes() ?? 0) * 1024
+        s.searchIndexBytes = UInt64(catalog.stores.values.reduce(0) { $0 + $1.searchBytes })
         return s
     }
 

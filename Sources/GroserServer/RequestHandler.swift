@@ -104,42 +104,7 @@ public struct RequestHandler: Sendable {
             }
 
         case .getStore(let selector, let includeProducts, let known):
-            let storeUID: String?
-            switch selector {
-            case nil:
-                fail(request.id, .invalidArgument, "GetStore needs one of city_code, city_uid or store_uid.", &out)
-                return
-            case .cityCode(let code):
-                guard !code.isEmpty else {
-                    fail(request.id, .invalidArgument, "GetStore's city_code is empty.", &out)
-                    return
-                }
-                storeUID = catalog.defaultStoreByCityCode[code.uppercased()]
-                if storeUID == nil {
-                    fail(request.id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
-                    return
-                }
-            case .cityUID(let uid):
-                guard !uid.isEmpty else {
-                    fail(request.id, .invalidArgument, "GetStore's city_uid is empty.", &out)
-                    return
-                }
-                storeUID = catalog.defaultStoreByCityUID[uid]
-                if storeUID == nil {
-                    fail(request.id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
-                    return
-                }
-            case .storeUID(let uid):
-                guard !uid.isEmpty else {
-                    fail(request.id, .invalidArgument, "GetStore's store_uid is empty.", &out)
-                    return
-                }
-                storeUID = uid
-            }
-            guard let uid = storeUID, let store = catalog.stores[uid] else {
-                fail(request.id, .notFound, "No store has the uid \"\(printable(storeUID ?? ""))\".", &out)
-                return
-            }
+            guard let store = store(for: selector, method: "GetStore", request.id, &out) else { return }
             if known != 0 && known == store.version {
                 notModified(request.id, .getStore, versionFields: (3, 4), notModifiedField: 5, store: store, &out)
             } else if includeProducts {
@@ -165,9 +130,54 @@ public struct RequestHandler: Sendable {
         case .listProducts(let page):
             answerProducts(request.id, page, &out)
 
+        case .searchProducts(let search):
+            answerSearch(request.id, search, &out)
+
         default:
             fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
         }
+    }
+
+    /// The store a selector names (a city's default store), or nil with
+    /// the refusal appended.
+    func store(for selector: StoreSelector?, method: String, _ id: UInt64, _ out: inout [UInt8]) -> StoreSegments? {
+        let storeUID: String?
+        switch selector {
+        case nil:
+            fail(id, .invalidArgument, "\(method) needs one of city_code, city_uid or store_uid.", &out)
+            return nil
+        case .cityCode(let code):
+            guard !code.isEmpty else {
+                fail(id, .invalidArgument, "\(method)'s city_code is empty.", &out)
+                return nil
+            }
+            storeUID = catalog.defaultStoreByCityCode[code.uppercased()]
+            if storeUID == nil {
+                fail(id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
+                return nil
+            }
+        case .cityUID(let uid):
+            guard !uid.isEmpty else {
+                fail(id, .invalidArgument, "\(method)'s city_uid is empty.", &out)
+                return nil
+            }
+            storeUID = catalog.defaultStoreByCityUID[uid]
+            if storeUID == nil {
+                fail(id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
+                return nil
+            }
+        case .storeUID(let uid):
+            guard !uid.isEmpty else {
+                fail(id, .invalidArgument, "\(method)'s store_uid is empty.", &out)
+                return nil
+            }
+            storeUID = uid
+        }
+        guard let uid = storeUID, let store = catalog.stores[uid] else {
+            fail(id, .notFound, "No store has the uid \"\(printable(storeUID ?? ""))\".", &out)
+            return nil
+        }
+        return store
     }
 
     /// `{…versions, not_modified: true}` and nothing else.
@@ -294,12 +304,12 @@ public struct RequestHandler: Sendable {
         out.append(contentsOf: tail)
     }
 
-    private func fail(_ id: UInt64, _ code: StatusCode, _ message: String, _ out: inout [UInt8]) {
+    func fail(_ id: UInt64, _ code: StatusCode, _ message: String, _ out: inout [UInt8]) {
         ResponseFrameWriter.appendStatus(id: id, status: Status(code, message), to: &out)
     }
 
     /// A client-supplied string cut to a length fit for one error sentence.
-    private func printable(_ s: String) -> String { Self.printable(s) }
+    func printable(_ s: String) -> String { Self.printable(s) }
 
     static func printable(_ s: String) -> String {
         s.count <= 64 ? s : String(s.prefix(64)) + "…"

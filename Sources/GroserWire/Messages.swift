@@ -39,6 +39,8 @@ public enum RequestMethod: Sendable, Hashable {
     /// Ends the watch started by the request `watchID` on this connection.
     case cancelWatch(watchID: UInt64)
     case stats
+    /// Ranked products of one store for what a shopper typed (docs/SEARCH.md).
+    indirect case searchProducts(SearchRequest)
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -186,6 +188,7 @@ public enum ResponseBody: Sendable, Hashable {
     case watch(WatchEvent)
     case cancelWatch
     case stats(ServerStats)
+    case searchProducts(SearchResults)
 }
 
 /// A server-to-client frame's message.
@@ -246,7 +249,89 @@ extension RequestMethod {
         case .watch: .watch
         case .cancelWatch: .cancelWatch
         case .stats: .stats
+        case .searchProducts: .searchProducts
         case .unknown: nil
         }
+    }
+}
+
+/// SearchProducts' request (docs/SEARCH.md).
+public struct SearchRequest: Sendable, Hashable {
+    /// nil when the client set none (an invalid request).
+    public var selector: StoreSelector?
+    public var query: String
+    /// 0 asks for the default (20); at most 100.
+    public var pageSize: UInt32
+    public var pageToken: String
+    public var inStockOnly: Bool
+    /// At most one of the two: only that department's or shelf's products.
+    public var departmentUID: String
+    public var shelfUID: String
+    /// The page's hits shelf by shelf.
+    public var groupByShelf: Bool
+
+    public init(selector: StoreSelector?, query: String, pageSize: UInt32 = 0, pageToken: String = "",
+                inStockOnly: Bool = false, departmentUID: String = "", shelfUID: String = "", groupByShelf: Bool = false) {
+        self.selector = selector
+        self.query = query
+        self.pageSize = pageSize
+        self.pageToken = pageToken
+        self.inStockOnly = inStockOnly
+        self.departmentUID = departmentUID
+        self.shelfUID = shelfUID
+        self.groupByShelf = groupByShelf
+    }
+}
+
+/// A run of a product's name that matched: UTF-8 byte offsets into the name.
+public struct TextRange: Sendable, Hashable {
+    public var start: UInt32
+    public var length: UInt32
+    public init(start: UInt32, length: UInt32) {
+        self.start = start
+        self.length = length
+    }
+}
+
+/// One product a search found.
+public struct SearchHit: Sendable, Hashable {
+    public var product: Product
+    public var highlights: [TextRange]
+    public var matchedWords: UInt32
+    public var shelfName: String
+    public var departmentUID: String
+    public var departmentName: String
+
+    public init(product: Product, highlights: [TextRange], matchedWords: UInt32, shelfName: String,
+                departmentUID: String, departmentName: String) {
+        self.product = product
+        self.highlights = highlights
+        self.matchedWords = matchedWords
+        self.shelfName = shelfName
+        self.departmentUID = departmentUID
+        self.departmentName = departmentName
+    }
+}
+
+/// SearchProducts' answer: one page of hits.
+public struct SearchResults: Sendable, Hashable {
+    public var hits: [SearchHit]
+    public var totalEstimate: UInt32
+    /// Empty on the last page.
+    public var nextPageToken: String
+    public var queryUsed: String
+    public var layoutSwitched: Bool
+    public var storeUID: String
+    public var storeVersion: UInt64
+
+    public init(hits: [SearchHit], totalEstimate: UInt32, nextPageToken: String, queryUsed: String,
+                layoutSwitched: Bool, storeUID: String, storeVersion: UInt64) {
+        self.hits = hits
+        self.totalEstimate = totalEstimate
+        self.nextPageToken = nextPageToken
+        self.queryUsed = queryUsed
+        self.layoutSwitched = layoutSwitched
+        self.storeUID = storeUID
+        self.storeVersion = storeVersion
     }
 }

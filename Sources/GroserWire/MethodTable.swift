@@ -92,6 +92,7 @@ public enum MethodTable {
         MethodInfo(.watch, "Watch", .anyone, .safe, .eventLoop, streams: true),
         MethodInfo(.cancelWatch, "CancelWatch", .anyone, .unsafe, .eventLoop),
         MethodInfo(.stats, "Stats", .anyone, .safe, .eventLoop),
+        MethodInfo(.searchProducts, "SearchProducts", .anyone, .safe, .catalogReader),
     ]
 
     /// The method whose name is `name` (as `MethodInfo.name` spells it).

@@ -104,6 +104,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case watch = 30
     case cancelWatch = 31
     case stats = 32
+    case searchProducts = 33
 
     /// The method's name as ServerInfo lists it (MethodTable).
     public var methodName: String { info.name }

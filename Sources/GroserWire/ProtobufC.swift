@@ -349,7 +349,9 @@ extension Request {
             case .unknown:
                 break
             default:
-                if !arena.commerceMethod(method, into: p) && !arena.accountMethod(method, into: p) { _ = arena.watchMethod(method, into: p) }
+                if !arena.commerceMethod(method, into: p) && !arena.accountMethod(method, into: p) && !arena.watchMethod(method, into: p) {
+                    _ = arena.searchMethod(method, into: p)
+                }
             }
         }
         return withMessage(p, pack)
@@ -452,7 +454,8 @@ extension Request {
             method = .listProducts(ProductPageRequest(storeUID: str(g.store_uid), shelfUID: str(g.shelf_uid),
                                                       pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
-            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? decodeWatchMethod(c) ?? .unknown
+            method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? decodeWatchMethod(c)
+                ?? decodeSearchMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -509,7 +512,8 @@ extension Response {
                                              nextPageToken: str(b.next_page_token), storeVersion: b.store_version,
                                              totalSize: b.total_size))
         default:
-            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? decodeWatchBody(c) ?? .none
+            body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? decodeWatchBody(c)
+                ?? decodeSearchBody(c) ?? .none
         }
         return Response(id: c.id, status: status, body: body, continues: c.continues != 0)
     }
@@ -552,6 +556,8 @@ extension Response {
             }
         case .cancelWatch: ResponseFrameWriter.appendOK(id: id, field: .cancelWatch, body: BodyEncoder.cancelWatch(), to: &out)
         case .stats(let v): ResponseFrameWriter.appendOK(id: id, field: .stats, body: BodyEncoder.stats(v), to: &out)
+        case .searchProducts(let v):
+            ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: BodyEncoder.searchProducts(v), to: &out)
         }
         return out
     }

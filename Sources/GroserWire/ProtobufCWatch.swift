@@ -131,6 +131,7 @@ private func stats(_ c: Groser__V1__StatsResponse) -> ServerStats {
     s.commitBatches = c.commit_batches
     s.fsync = latency(c.fsync)
     s.residentBytes = c.resident_bytes
+    s.searchIndexBytes = c.search_index_bytes
     s.slowReadersCutOff = c.slow_readers_cut_off
     return s
 }
@@ -209,6 +210,7 @@ extension BodyEncoder {
             p.pointee.commit_batches = v.commitBatches
             p.pointee.fsync = arena.latency(v.fsync)
             p.pointee.resident_bytes = v.residentBytes
+            p.pointee.search_index_bytes = v.searchIndexBytes
             p.pointee.slow_readers_cut_off = v.slowReadersCutOff
         }
         return withMessage(p, pack)

@@ -97,6 +97,8 @@ public struct ServerStats: Sendable, Hashable {
     public var commitBatches: UInt64 = 0
     public var fsync = LatencySummary()
     public var residentBytes: UInt64 = 0
+    /// What the stores' search indexes hold (part of `residentBytes`).
+    public var searchIndexBytes: UInt64 = 0
     public var slowReadersCutOff: UInt64 = 0
 
     public init() {}

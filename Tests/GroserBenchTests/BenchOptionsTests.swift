@@ -1,4 +1,5 @@
 @testable import GroserBench
+import GroserSystem
 import GroserWire
 import Testing
 
@@ -94,7 +95,29 @@ struct BenchOptionsTests {
     }
 
     @Test func theHelpListsTheMixAndItsOption() {
-        #expect(BenchOptions.usage.contains("cart-add or mix"))
+        #expect(BenchOptions.usage.contains("cart-add, mix or search"))
         #expect(BenchOptions.usage.contains("--write-percent N"))
+    }
+}
+
+@Suite("groser-bench search")
+struct BenchSearchOptionsTests {
+    @Test func queriesComeFromTheCommandLineAndAFile() throws {
+        let dir = try Files.makeTemporaryDirectory(prefix: "gbq")
+        let path = dir + "/queries"
+        try Files.writeAtomically(path, Array("молоко\n\n  \nсыр гауда\n".utf8))
+        defer { try? Files.remove(path); try? Files.removeDirectory(dir) }
+        guard case .run(let o) = try BenchOptions.parse(["--method", "search", "--city", "SPB", "--query", "кефир", "--queries", path]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(o.method == .search(.cityCode("SPB"), queries: ["кефир", "молоко", "сыр гауда"]))
+        #expect(o.method.responseField == .searchProducts)
+        func message(_ args: [String]) -> String {
+            do { _ = try BenchOptions.parse(args); return "" } catch { return error.message }
+        }
+        #expect(message(["--method", "search", "--city", "SPB"]) == "--method search needs --query TEXT or --queries FILE")
+        #expect(message(["--method", "info", "--query", "x"]) == "--query and --queries are for --method search")
+        #expect(message(["--method", "search", "--city", "SPB", "--queries", "/nonexistent/q"]) == "--queries: cannot read /nonexistent/q")
     }
 }

@@ -80,7 +80,7 @@ struct ClientLibraryTests {
         #expect(info.methods == ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart",
                                  "AddItem", "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders",
                                  "SetProduct", "ListProducts", "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout",
-                                 "WhoAmI", "Watch", "CancelWatch", "Stats"])
+                                 "WhoAmI", "Watch", "CancelWatch", "Stats", "SearchProducts"])
         #expect(info.catalogVersion >= 1)
         #expect(info.uptimeMilliseconds < 600_000)
     }

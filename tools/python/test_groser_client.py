@@ -33,7 +33,7 @@ EXIT_TIMEOUT = 10.0
 METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
               "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts",
               "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout", "WhoAmI",
-              "Watch", "CancelWatch", "Stats"]
+              "Watch", "CancelWatch", "Stats", "SearchProducts"]
 
 
 class Daemon:

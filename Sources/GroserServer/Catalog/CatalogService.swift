@@ -49,8 +49,9 @@ public final class CatalogService: Sendable {
     }
 
     /// Loads and encodes the whole catalog; the decoded form is dropped on return.
-    private static func encode(_ store: any CatalogStore, _ imageBaseURL: String) throws(StorageError) -> EncodedCatalog {
-        try EncodedCatalog.load(from: store, imageBaseURL: imageBaseURL, serverVersion: ProtocolInfo.serverVersion)
+    private static func encode(_ store: any CatalogStore, _ imageBaseURL: String,
+                               previous: EncodedCatalog? = nil) throws(StorageError) -> EncodedCatalog {
+        try EncodedCatalog.load(from: store, imageBaseURL: imageBaseURL, serverVersion: ProtocolInfo.serverVersion, previous: previous)
     }
 
     private static func shelfCount(_ c: EncodedCatalog) -> Int {
@@ -100,7 +101,7 @@ public final class CatalogService: Sendable {
         importing.store(true, ordering: .releasing)
         defer { importing.store(false, ordering: .releasing) }
         let result = try apply()
-        let next = try Self.encode(store, imageBaseURL)
+        let next = try Self.encode(store, imageBaseURL, previous: current)
         try changing.withLock { (_) throws(StorageError) in
             encoded.withLock { if next.version >= $0.version { $0 = next } }
             counters.withLock { $0.fullLoads += 1; $0.shelvesEncoded += Self.shelfCount(next) }
@@ -129,7 +130,7 @@ public final class CatalogService: Sendable {
             }
             change = applied
         } else {
-            let next = try Self.encode(store, imageBaseURL)
+            let next = try Self.encode(store, imageBaseURL, previous: old)
             encoded.withLock { $0 = next }
             counters.withLock { $0.fullLoads += 1; $0.shelvesEncoded += Self.shelfCount(next) }
             Allocator.returnFreeMemory()

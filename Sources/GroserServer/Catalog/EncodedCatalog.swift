@@ -1,3 +1,4 @@
+import GroserSearch
 import GroserStorage
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,8 @@ public final class ShelfSegment: Sendable {
     let message: [UInt8]
     /// Each product's `Product` message inside `message`: its start and length.
     let productRanges: [ProductRange]
+    /// Each product's stock, for search's ranking and in-stock filter.
+    let outOfStock: [Bool]
 
     struct ProductRange: Sendable {
         var start: UInt32
@@ -44,6 +47,7 @@ public final class ShelfSegment: Sendable {
         }
         message = out
         productRanges = ranges
+        outOfStock = shelf.products.map(\.outOfStock)
     }
 
     /// The products of `served` (this segment's products, in its order)
@@ -89,15 +93,24 @@ public final class StoreSegments: Sendable {
     /// The index in the flattened shelf list where each shelf's products start.
     let shelfStarts: [Int]
     public let productCount: Int
+    /// The shelves in the store's order, and each one's department (an index into `departments`).
+    let flatShelves: [ShelfSegment]
+    let departmentOfShelf: [Int]
+    /// The store's products indexed for SearchProducts, in the same order.
+    public let search: SearchIndex
+    /// What `search` holds, counted once when it is built (Stats).
+    public let searchBytes: Int
 
     struct DepartmentSegments: Sendable {
+        var uid: String
+        var name: String
         /// The department's uid and name fields.
         var head: [UInt8]
         var shelves: [ShelfSegment]
     }
 
     init(uid: String, cityUID: String, version: UInt64, layoutVersion: UInt64, summaryBody: [UInt8],
-         summaryField: [UInt8], cityField: [UInt8], departments: [DepartmentSegments]) {
+         summaryField: [UInt8], cityField: [UInt8], departments: [DepartmentSegments], search: SearchIndex, searchBytes: Int? = nil) {
         self.uid = uid
         self.cityUID = cityUID
         self.version = version
@@ -116,10 +129,15 @@ public final class StoreSegments: Sendable {
         }
         shelfStarts = starts
         productCount = total
+        flatShelves = departments.flatMap { d in d.shelves }
+        departmentOfShelf = departments.indices.flatMap { d in Array(repeating: d, count: departments[d].shelves.count) }
+        self.search = search
+        self.searchBytes = searchBytes ?? search.memoryBytes
     }
 
     /// Encodes `store` (products sorted, image URLs absolute) in `city`.
-    convenience init(_ store: Store, city: City, version: UInt64, layoutVersion: UInt64) {
+    convenience init(_ store: Store, city: City, version: UInt64, layoutVersion: UInt64, stemmer: Stemmer,
+                     previousSearch: SearchIndex? = nil) {
         var bare = store
         for d in bare.departments.indices {
             for h in bare.departments[d].shelves.indices { bare.departments[d].shelves[h].products = [] }
@@ -129,21 +147,32 @@ public final class StoreSegments: Sendable {
         var cityField: [UInt8] = []
         Self.appendField(2, BodyEncoder.city(city), to: &cityField)
         let departments = store.departments.map { d in
-            DepartmentSegments(head: BodyEncoder.department(Department(uid: d.uid, name: d.name, shelves: [])),
+            DepartmentSegments(uid: d.uid, name: d.name,
+                               head: BodyEncoder.department(Department(uid: d.uid, name: d.name, shelves: [])),
                                shelves: d.shelves.map(ShelfSegment.init))
         }
+        let search = SearchIndex.build(shelves: store.departments.flatMap { d in
+            d.shelves.map { SearchShelf(uid: $0.uid, name: $0.name, departmentName: d.name, products: $0.products) }
+        }, reusing: previousSearch, stemmer: stemmer).index
         self.init(uid: store.uid, cityUID: store.summary.cityUID, version: version, layoutVersion: layoutVersion,
                   summaryBody: BodyEncoder.getStore(StoreCatalog(store: bare, city: city, catalogVersion: 0)),
-                  summaryField: summaryField, cityField: cityField, departments: departments)
+                  summaryField: summaryField, cityField: cityField, departments: departments, search: search)
     }
 
-    /// The same store with one shelf replaced, at `version`.
-    func replacing(shelfAt location: ShelfLocation, with shelf: ShelfSegment, version: UInt64) -> StoreSegments {
+    /// The same store with some shelves replaced, at `version`; the search
+    /// index re-reads only those whose products' words changed (a price or
+    /// stock change leaves it as it is).
+    func replacing(shelves changed: [(location: ShelfLocation, segment: ShelfSegment, products: [Product])], version: UInt64,
+                   stemmer: Stemmer) -> StoreSegments {
         var departments = self.departments
-        departments[location.department].shelves[location.shelf] = shelf
+        for c in changed { departments[c.location.department].shelves[c.location.shelf] = c.segment }
+        let search = self.search.replacing(changed.map { c in
+            (shelf: flatIndex(of: c.location), products: c.products, name: c.segment.name,
+             departmentName: departments[c.location.department].name)
+        }, stemmer: stemmer)
         return StoreSegments(uid: uid, cityUID: cityUID, version: version, layoutVersion: layoutVersion,
                              summaryBody: summaryBody, summaryField: summaryField, cityField: cityField,
-                             departments: departments)
+                             departments: departments, search: search, searchBytes: search === self.search ? searchBytes : nil)
     }
 
     func shelf(at location: ShelfLocation) -> ShelfSegment {
@@ -281,12 +310,15 @@ public final class EncodedCatalog: Sendable {
     /// Loads the catalog from `store` a store at a time, encoding each as it
     /// comes, so the decoded catalog is never held whole (a million products
     /// decoded take about a gigabyte; encoded, a tenth of that).
-    public static func load(from store: any CatalogStore, imageBaseURL: String, serverVersion: String) throws(StorageError) -> EncodedCatalog {
+    /// `previous`: the catalog served until now, whose stores' search
+    /// indexes keep every shelf whose words did not change.
+    public static func load(from store: any CatalogStore, imageBaseURL: String, serverVersion: String,
+                            previous: EncodedCatalog? = nil) throws(StorageError) -> EncodedCatalog {
         var builder: Builder?
         try store.loadCatalog { (part: CatalogPart) throws(StorageError) in
             switch part {
             case .cities(let cities, let version):
-                builder = Builder(cities: cities, version: version, imageBaseURL: imageBaseURL)
+                builder = Builder(cities: cities, version: version, imageBaseURL: imageBaseURL, previous: previous)
             case .store(let s):
                 builder?.add(s)
             }
@@ -303,8 +335,11 @@ public final class EncodedCatalog: Sendable {
         let imageBaseURL: String
         var stores: [String: StoreSegments] = [:]
         var locations: [String: ShelfLocation] = [:]
+        let stemmer = Stemmer()
+        let previous: EncodedCatalog?
 
-        init(cities: [City], version: UInt64, imageBaseURL: String) {
+        init(cities: [City], version: UInt64, imageBaseURL: String, previous: EncodedCatalog? = nil) {
+            self.previous = previous
             self.cities = cities
             cityByUID = Dictionary(cities.map { ($0.uid, $0) }, uniquingKeysWith: { a, _ in a })
             self.version = version
@@ -321,7 +356,8 @@ public final class EncodedCatalog: Sendable {
             }
             let city = cityByUID[store.summary.cityUID]
                 ?? City(uid: store.summary.cityUID, code: "", name: "", stores: [], defaultStoreUID: "")
-            stores[store.uid] = StoreSegments(store, city: city, version: version, layoutVersion: version)
+            stores[store.uid] = StoreSegments(store, city: city, version: version, layoutVersion: version, stemmer: stemmer,
+                                              previousSearch: previous?.stores[store.uid]?.search)
             for (di, d) in store.departments.enumerated() {
                 for (hi, h) in d.shelves.enumerated() {
                     locations[h.uid] = ShelfLocation(storeUID: store.uid, department: di, shelf: hi, departmentUID: d.uid)
@@ -370,6 +406,7 @@ public final class EncodedCatalog: Sendable {
         var stores = self.stores
         var touched: [String: [String]] = [:]
         var products: [String: [ProductChange]] = [:]
+        var segments: [String: [(location: ShelfLocation, segment: ShelfSegment, products: [Product])]] = [:]
         for (uid, shelfProducts) in changed {
             guard let l = shelfIndex.locations[uid], let store = stores[l.storeUID] else { return nil }
             let old = store.shelf(at: l)
@@ -378,9 +415,12 @@ public final class EncodedCatalog: Sendable {
                                              products: served))
             // A changed number of products changes the store's layout: that is an import's path.
             guard segment.productCount == old.productCount else { return nil }
-            stores[l.storeUID] = store.replacing(shelfAt: l, with: segment, version: version)
+            segments[l.storeUID, default: []].append((l, segment, served))
             touched[l.storeUID, default: []].append(uid)
             products[l.storeUID, default: []].append(contentsOf: segment.changedProducts(since: old, served: served))
+        }
+        for (storeUID, shelves) in segments {
+            stores[storeUID] = SearchStemmers.pool.with { stores[storeUID]!.replacing(shelves: shelves, version: version, stemmer: $0) }
         }
         let next = EncodedCatalog(version: version, listCitiesBody: listCitiesBody, stores: stores, shelfIndex: shelfIndex,
                                   serverInfoStaticBody: serverInfoStaticBody, defaultStoreByCityCode: defaultStoreByCityCode,

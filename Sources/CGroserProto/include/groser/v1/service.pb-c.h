@@ -17,6 +17,7 @@ PROTOBUF_C__BEGIN_DECLS
 #include "groser/v1/account.pb-c.h"
 #include "groser/v1/cart.pb-c.h"
 #include "groser/v1/catalog.pb-c.h"
+#include "groser/v1/search.pb-c.h"
 #include "groser/v1/watch.pb-c.h"
 
 typedef struct Groser__V1__Status Groser__V1__Status;
@@ -111,7 +112,8 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_WHO_AM_I = 29,
   GROSER__V1__REQUEST__METHOD_WATCH = 30,
   GROSER__V1__REQUEST__METHOD_CANCEL_WATCH = 31,
-  GROSER__V1__REQUEST__METHOD_STATS = 32
+  GROSER__V1__REQUEST__METHOD_STATS = 32,
+  GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS = 33
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -158,6 +160,7 @@ struct  Groser__V1__Request
     Groser__V1__WatchRequest *watch;
     Groser__V1__CancelWatchRequest *cancel_watch;
     Groser__V1__StatsRequest *stats;
+    Groser__V1__SearchProductsRequest *search_products;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -189,7 +192,8 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_WHO_AM_I = 29,
   GROSER__V1__RESPONSE__BODY_WATCH = 30,
   GROSER__V1__RESPONSE__BODY_CANCEL_WATCH = 31,
-  GROSER__V1__RESPONSE__BODY_STATS = 32
+  GROSER__V1__RESPONSE__BODY_STATS = 32,
+  GROSER__V1__RESPONSE__BODY_SEARCH_PRODUCTS = 33
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -237,6 +241,7 @@ struct  Groser__V1__Response
     Groser__V1__WatchEvent *watch;
     Groser__V1__CancelWatchResponse *cancel_watch;
     Groser__V1__StatsResponse *stats;
+    Groser__V1__SearchProductsResponse *search_products;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \

@@ -283,10 +283,14 @@ struct  Groser__V1__StatsResponse
    */
   uint64_t resident_bytes;
   uint64_t slow_readers_cut_off;
+  /*
+   * the stores' search indexes, counted apart (part of resident_bytes)
+   */
+  uint64_t search_index_bytes;
 };
 #define GROSER__V1__STATS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__stats_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0 }
 
 
 /* Groser__V1__WatchRequest methods */

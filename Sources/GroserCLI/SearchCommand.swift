@@ -1,0 +1,97 @@
+import GroserClient
+import GroserSystem
+
+extension Commands {
+    static let search = Subcommand(
+        name: "search", usage: "search QUERY [--city CODE | --store UID] [--in-stock] [--limit N] [--by-shelf] [--json]",
+        abstract: """
+        Searches a store's products, best first, with the matched words marked (bold on a terminal,
+        [in brackets] otherwise). Without --city or --store, the city saved by set-city is used.
+        """,
+        options: [
+            OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB: its default store"),
+            OptionSpec(name: "--store", valueName: "UID", help: "a store uid, e.g. store-spb-2"),
+            OptionSpec(name: "--in-stock", valueName: nil, help: "leave out products that are out of stock"),
+            OptionSpec(name: "--limit", valueName: "N", help: "show at most N products, 1 to 100 (default: 10)"),
+            OptionSpec(name: "--by-shelf", valueName: nil, help: "group the products shelf by shelf"),
+        ],
+        positionals: [("QUERY", "what to look for, e.g. \"молоко 3,2\"; quote several words")],
+        validate: { (parsed, help) throws(UsageError) in
+            guard parsed.positionals.count == 1, let query = parsed.positionals.first else {
+                throw UsageError("search needs exactly one query (quote several words)", help: help)
+            }
+            let city = parsed.values["--city"]
+            let store = parsed.values["--store"]
+            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
+            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+            var limit: UInt32 = 10
+            if let l = parsed.values["--limit"] {
+                guard let n = UInt32(l), (1...100).contains(n) else { throw UsageError("--limit must be 1 to 100, not \"\(l)\"", help: help) }
+                limit = n
+            }
+            let inStock = parsed.flags.contains("--in-stock")
+            let byShelf = parsed.flags.contains("--by-shelf")
+            return { (ctx) throws in
+                let selector = try ctx.storeSelector(city: city, store: store)
+                let v = try ctx.client().search(query, in: selector, pageSize: limit, inStockOnly: inStock, groupByShelf: byShelf)
+                ctx.print(json: ProtoJSON.searchResults(v),
+                          human: HumanOutput.search(v, marking: ProcessInfo.isTerminal(1) ? .bold : .brackets, byShelf: byShelf))
+            }
+        })
+}
+
+extension HumanOutput {
+    enum Marking { case bold, brackets }
+
+    /// A product name with its highlighted runs marked. The name is made
+    /// safe piece by piece, so only the markers are the client's own.
+    static func marked(_ name: String, _ ranges: [TextRange], _ marking: Marking) -> String {
+        let bytes = Array(name.utf8)
+        var out = ""
+        var at = 0
+        let (open, close) = marking == .bold ? ("\u{1b}[1m", "\u{1b}[22m") : ("[", "]")
+        for r in ranges {
+            let start = Int(r.start), end = Int(r.start) + Int(r.length)
+            guard start >= at, end <= bytes.count, start < end else { continue }
+            out += Terminal.safe(String(decoding: bytes[at..<start], as: UTF8.self))
+            out += open + Terminal.safe(String(decoding: bytes[start..<end], as: UTF8.self)) + close
+            at = end
+        }
+        return out + Terminal.safe(String(decoding: bytes[at...], as: UTF8.self))
+    }
+
+    static func search(_ v: SearchResults, marking: Marking, byShelf: Bool) -> TerminalText {
+        var out: TerminalText = v.layoutSwitched ? "Showing results for \"\(v.queryUsed)\" (typed on the other keyboard layout)\n" : ""
+        if v.hits.isEmpty { return out + "Nothing found in \(v.storeUID).\n" }
+        out += "\(v.hits.count) of \(v.totalEstimate) products in \(v.storeUID)\n"
+        var shelf = ""
+        for h in v.hits {
+            if byShelf && h.product.shelfUID != shelf {
+                shelf = h.product.shelfUID
+                out += "\n\(h.departmentName) › \(h.shelfName)\n"
+            }
+            let p = h.product
+            var line = TerminalText(alreadySafe: marked(p.name, h.highlights, marking))
+            line += " · \(size(p)) · \(price(p.price))"
+            if p.outOfStock { line += " · out of stock" }
+            out += "  " + line + " · \(p.uid)\n"
+        }
+        return out
+    }
+}
+
+extension ProtoJSON {
+    static func searchResults(_ v: SearchResults) -> JSON {
+        .object([
+            ("hits", .array(v.hits.map { h in
+                .object([("product", product(h.product)),
+                         ("highlights", .array(h.highlights.map { .object([("start", .uint32($0.start)), ("length", .uint32($0.length))]) })),
+                         ("matchedWords", .uint32(h.matchedWords)), ("shelfName", .string(h.shelfName)),
+                         ("departmentUid", .string(h.departmentUID)), ("departmentName", .string(h.departmentName))])
+            })),
+            ("totalEstimate", .uint32(v.totalEstimate)), ("nextPageToken", .string(v.nextPageToken)),
+            ("queryUsed", .string(v.queryUsed)), ("layoutSwitched", .bool(v.layoutSwitched)),
+            ("storeUid", .string(v.storeUID)), ("storeVersion", .uint64(v.storeVersion)),
+        ])
+    }
+}

@@ -1,0 +1,192 @@
+import GroserSearch
+import GroserWire
+
+/// SearchProducts (docs/SEARCH.md): the store's index ranks its products;
+/// each hit's Product is copied from the shelf segment of the catalog
+/// version answering, so prices and stock are current.
+extension RequestHandler {
+    static let defaultSearchPageSize = 20
+    static let maximumSearchPageSize = 100
+    /// Longer queries are refused: nobody types 200 characters into a search box.
+    static let maximumQueryCharacters = 200
+
+    func answerSearch(_ id: UInt64, _ request: SearchRequest, _ out: inout [UInt8]) {
+        guard let store = store(for: request.selector, method: "SearchProducts", id, &out) else { return }
+        let characters = request.query.count
+        guard characters <= Self.maximumQueryCharacters else {
+            fail(id, .invalidArgument, "The query has \(characters) characters; SearchProducts reads at most \(Self.maximumQueryCharacters).", &out)
+            return
+        }
+        guard request.query.contains(where: { !$0.isWhitespace }) else {
+            fail(id, .invalidArgument, "SearchProducts' query is empty; type at least one letter or digit.", &out)
+            return
+        }
+        guard !Tokenizer.tokens(request.query, keepParts: false).isEmpty else {
+            fail(id, .invalidArgument, "The query has no letters or digits to search for.", &out)
+            return
+        }
+        guard request.departmentUID.isEmpty || request.shelfUID.isEmpty else {
+            fail(id, .invalidArgument, "SearchProducts takes a department_uid or a shelf_uid, not both.", &out)
+            return
+        }
+        let index = store.search
+        // The products searched: the store's, a department's or a shelf's.
+        var range: Range<UInt32>?
+        if !request.shelfUID.isEmpty {
+            guard let location = catalog.location(ofShelf: request.shelfUID) else {
+                fail(id, .notFound, "No shelf has the uid \"\(printable(request.shelfUID))\".", &out)
+                return
+            }
+            guard location.storeUID == store.uid else {
+                fail(id, .invalidArgument, "The shelf \(printable(request.shelfUID)) belongs to store \(location.storeUID), not to \(store.uid).", &out)
+                return
+            }
+            range = index.products(ofShelf: store.flatIndex(of: location))
+        } else if !request.departmentUID.isEmpty {
+            var first = 0
+            var found: Range<Int>?
+            for d in store.departments {
+                if d.uid == request.departmentUID { found = first..<(first + d.shelves.count); break }
+                first += d.shelves.count
+            }
+            guard let shelves = found else {
+                fail(id, .notFound, "The store \(store.uid) has no department with the uid \"\(printable(request.departmentUID))\".", &out)
+                return
+            }
+            range = index.products(ofShelves: shelves)
+        }
+        // The page token binds the query and its filters, so a token cannot
+        // page through another search.
+        let tokenKey = "search\u{0}\(request.query)\u{0}\(request.inStockOnly ? 1 : 0)\u{0}\(request.departmentUID)\u{0}\(request.shelfUID)\u{0}\(request.groupByShelf ? 1 : 0)"
+        var offset = 0
+        if !request.pageToken.isEmpty {
+            switch PageToken.read(request.pageToken, storeUID: store.uid, shelfUID: tokenKey) {
+            case .forged:
+                fail(id, .invalidArgument, "The page token is not one this groserd gave out for this store and query; start again with an empty page_token.", &out)
+                return
+            case .valid(let layout, let at):
+                guard layout == store.layoutVersion else {
+                    fail(id, .failedPrecondition, "The store's list of products changed since this page token was made; search again with an empty page_token.", &out)
+                    return
+                }
+                offset = at
+            }
+        }
+        let pageSize = request.pageSize == 0 ? Self.defaultSearchPageSize : min(Int(request.pageSize), Self.maximumSearchPageSize)
+        let outcome = SearchStemmers.pool.with { stemmer in
+            index.search(request.query, filter: SearchFilter(inStockOnly: request.inStockOnly, products: range),
+                         limit: offset + pageSize, stemmer: stemmer) { product in store.isOutOfStock(product: Int(product)) }
+        }
+        var hits = Array(outcome.hits.dropFirst(offset))
+        if request.groupByShelf {
+            // Shelves in the order of their best hit; rank order within one.
+            var order: [Int: Int] = [:]
+            for h in hits where order[index.shelfPosition(ofProduct: h.product)] == nil {
+                order[index.shelfPosition(ofProduct: h.product)] = order.count
+            }
+            hits = hits.enumerated().sorted { a, b in
+                let sa = order[index.shelfPosition(ofProduct: a.element.product)]!, sb = order[index.shelfPosition(ofProduct: b.element.product)]!
+                return sa != sb ? sa < sb : a.offset < b.offset
+            }.map(\.element)
+        }
+        var body: [UInt8] = []
+        for hit in hits {
+            appendHit(hit, store: store, index: index, outcome: outcome, to: &body)
+        }
+        let end = offset + hits.count
+        ProtoWriter.appendVarintField(2, UInt64(outcome.total), to: &body)
+        if end < outcome.total {
+            appendString(3, PageToken.make(storeUID: store.uid, shelfUID: tokenKey, layoutVersion: store.layoutVersion, offset: end), to: &body)
+        }
+        appendString(4, outcome.queryUsed, to: &body)
+        if outcome.layoutSwitched { ProtoWriter.appendVarintField(5, 1, to: &body) }
+        appendString(6, store.uid, to: &body)
+        ProtoWriter.appendVarintField(7, store.version, to: &body)
+        ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: body, to: &out)
+    }
+
+    /// One SearchHit: the product's encoding copied from its segment, the
+    /// highlights, the matched word count and where the product is.
+    private func appendHit(_ hit: SearchOutcome.Hit, store: StoreSegments, index: SearchIndex, outcome: SearchOutcome,
+                           to body: inout [UInt8]) {
+        guard let place = store.place(ofProduct: Int(hit.product)) else { return }
+        let shelf = place.shelf
+        let r = shelf.productRanges[place.index]
+        var hitBody: [UInt8] = []
+        shelf.message.withUnsafeBytes { raw in
+            let product = UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)])
+            ProtoWriter.appendLengthDelimitedHeader(1, product.count, to: &hitBody)
+            hitBody.append(contentsOf: product)
+            let name = Self.productName(product)
+            for h in index.highlights(in: name, for: outcome) {
+                var range: [UInt8] = []
+                ProtoWriter.appendVarintField(1, UInt64(h.lowerBound), to: &range)
+                ProtoWriter.appendVarintField(2, UInt64(h.count), to: &range)
+                ProtoWriter.appendLengthDelimitedHeader(2, range.count, to: &hitBody)
+                hitBody.append(contentsOf: range)
+            }
+        }
+        ProtoWriter.appendVarintField(3, UInt64(hit.matchedWords), to: &hitBody)
+        appendString(4, shelf.name, to: &hitBody)
+        appendString(5, place.department.uid, to: &hitBody)
+        appendString(6, place.department.name, to: &hitBody)
+        ProtoWriter.appendLengthDelimitedHeader(1, hitBody.count, to: &body)
+        body.append(contentsOf: hitBody)
+    }
+
+    private func appendString(_ field: UInt32, _ text: String, to out: inout [UInt8]) {
+        guard !text.isEmpty else { return }
+        let bytes = Array(text.utf8)
+        ProtoWriter.appendLengthDelimitedHeader(field, bytes.count, to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    /// Product.name (field 2) from a Product message groserd encoded.
+    static func productName(_ message: UnsafeRawBufferPointer) -> String {
+        var i = 0
+        func varint() -> UInt64? {
+            var v: UInt64 = 0, shift: UInt64 = 0
+            while i < message.count, shift < 64 {
+                let b = message[i]
+                i += 1
+                v |= UInt64(b & 0x7f) << shift
+                if b & 0x80 == 0 { return v }
+                shift += 7
+            }
+            return nil
+        }
+        while i < message.count, let tag = varint() {
+            switch tag & 7 {
+            case 0: guard varint() != nil else { return "" }
+            case 1: i += 8
+            case 5: i += 4
+            case 2:
+                guard let n = varint(), i + Int(n) <= message.count else { return "" }
+                if tag >> 3 == 2 { return String(decoding: UnsafeRawBufferPointer(rebasing: message[i..<(i + Int(n))]), as: UTF8.self) }
+                i += Int(n)
+            default: return ""
+            }
+        }
+        return ""
+    }
+}
+
+extension StoreSegments {
+    /// The shelf, the department and the position on the shelf of the
+    /// store's `product`th product (in the store's order).
+    func place(ofProduct product: Int) -> (shelf: ShelfSegment, department: DepartmentSegments, index: Int)? {
+        guard product >= 0 && product < productCount else { return nil }
+        var lo = 0, hi = shelfStarts.count - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2
+            if shelfStarts[mid] <= product { lo = mid } else { hi = mid - 1 }
+        }
+        // An empty shelf shares its start with the next: the last one wins.
+        return (flatShelves[lo], departments[departmentOfShelf[lo]], product - shelfStarts[lo])
+    }
+
+    func isOutOfStock(product: Int) -> Bool {
+        guard let p = place(ofProduct: product) else { return false }
+        return p.shelf.outOfStock[p.index]
+    }
+}
