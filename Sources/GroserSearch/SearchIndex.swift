@@ -35,26 +35,26 @@ final class Vocabulary: Sendable {
     let words: [String]
     let ids: [String: UInt32]
     /// Each word's Unicode scalars, for typo matching.
-    let scalars: [[UInt32]]
+    let scalars: FlatLists
     let kinds: [Token.Kind]
     let stemOf: [UInt32]
     let stems: [String]
     let stemIDs: [String: UInt32]
-    let stemScalars: [[UInt32]]
-    let wordsOfStem: [[UInt32]]
+    let stemScalars: FlatLists
+    let wordsOfStem: FlatLists
     /// Word ids ordered by the words' UTF-8 bytes: the prefix ranges.
     let sorted: [UInt32]
 
     init(_ b: VocabularyBuilder) {
         words = b.words
         ids = b.ids
-        scalars = b.scalars
+        scalars = FlatLists(b.scalars)
         kinds = b.kinds
         stemOf = b.stemOf
         stems = b.stems
         stemIDs = b.stemIDs
-        stemScalars = b.stemScalars
-        wordsOfStem = b.wordsOfStem
+        stemScalars = FlatLists(b.stemScalars)
+        wordsOfStem = FlatLists(b.wordsOfStem)
         sorted = b.words.indices.sorted { b.words[$0].utf8.lexicographicallyPrecedes(b.words[$1].utf8) }.map(UInt32.init)
     }
 
@@ -64,9 +64,7 @@ final class Vocabulary: Sendable {
     var memoryBytes: Int {
         var n = 0
         for w in words { n += 16 + (w.utf8.count > 15 ? w.utf8.count + 32 : 0) }
-        for s in scalars { n += 32 + s.count * 4 }
-        for s in stemScalars { n += 32 + s.count * 4 }
-        for w in wordsOfStem { n += 32 + w.count * 4 }
+        n += scalars.memoryBytes + stemScalars.memoryBytes + wordsOfStem.memoryBytes
         n += ids.count * 48 + stemIDs.count * 48 + stems.count * 16 + sorted.count * 4 + stemOf.count * 4 + kinds.count
         return n
     }
@@ -89,8 +87,8 @@ struct VocabularyBuilder {
     init(from base: Vocabulary? = nil) {
         self.base = base
         if let base {
-            words = base.words; ids = base.ids; scalars = base.scalars; kinds = base.kinds; stemOf = base.stemOf
-            stems = base.stems; stemIDs = base.stemIDs; stemScalars = base.stemScalars; wordsOfStem = base.wordsOfStem
+            words = base.words; ids = base.ids; scalars = base.scalars.lists; kinds = base.kinds; stemOf = base.stemOf
+            stems = base.stems; stemIDs = base.stemIDs; stemScalars = base.stemScalars.lists; wordsOfStem = base.wordsOfStem.lists
         }
     }
 
@@ -214,9 +212,9 @@ public final class SearchIndex: Sendable {
     /// The first product of each shelf, and the product count at the end.
     let shelfStarts: [UInt32]
     /// Per word id: product << 2 | field, ascending.
-    let postings: [[UInt32]]
+    let postings: FlatLists
     /// Per word id: shelf << 1 | 1 for a department name, 0 for a shelf's.
-    let shelfPostings: [[UInt32]]
+    let shelfPostings: FlatLists
 
     public var productCount: Int { Int(shelfStarts.last ?? 0) }
     public var shelfCount: Int { shelves.count }
@@ -283,8 +281,8 @@ public final class SearchIndex: Sendable {
         }
         shelfStarts = starts
         unusedWords = zip(postings, shelfPostings).filter { $0.isEmpty && $1.isEmpty }.count
-        self.postings = postings
-        self.shelfPostings = shelfPostings
+        self.postings = FlatLists(postings)
+        self.shelfPostings = FlatLists(shelfPostings)
     }
 
     /// This index with some shelves' products replaced (shelf positions in
@@ -317,8 +315,7 @@ public final class SearchIndex: Sendable {
     /// Bytes the index holds, roughly (the Stats' search_index_bytes).
     public var memoryBytes: Int {
         var n = vocabulary.memoryBytes + shelfStarts.count * 4 + 64
-        for p in postings { n += 32 + p.count * 4 }
-        for p in shelfPostings { n += 32 + p.count * 4 }
+        n += postings.memoryBytes + shelfPostings.memoryBytes
         for s in shelves { n += s.memoryBytes }
         return n
     }

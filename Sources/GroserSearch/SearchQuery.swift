@@ -78,9 +78,11 @@ extension SearchIndex {
         let tokens = Array(Tokenizer.tokens(query, keepParts: false).prefix(Self.maximumQueryWords))
         let prefixLast = query.unicodeScalars.last.map { $0.properties.isAlphabetic || ("0"..."9").contains($0) } ?? false
         var marked: [UInt32: Int?] = [:]
-        var state = [UInt64](repeating: 0, count: productCount)
+        if stemmer.scratch.count < productCount { stemmer.scratch = [UInt64](repeating: 0, count: productCount) }
         var touched: [UInt32] = []
         let range = filter.products ?? 0..<UInt32(productCount)
+        var keys: [UInt64] = []
+        stemmer.scratch.withUnsafeMutableBufferPointer { state in
         for (i, token) in tokens.enumerated() {
             let isLast = prefixLast && i == tokens.count - 1
             let shift = UInt64(i * 4)
@@ -107,10 +109,10 @@ extension SearchIndex {
                 }
             }
         }
-        var keys: [UInt64] = []
         keys.reserveCapacity(touched.count)
         for product in touched {
             let s = state[Int(product)]
+            state[Int(product)] = 0
             var matched: UInt64 = 0, kinds: UInt64 = 0, fields: UInt64 = 0
             for i in 0..<tokens.count {
                 let code = (s >> UInt64(i * 4)) & 0xf
@@ -123,6 +125,7 @@ extension SearchIndex {
             if out && filter.inStockOnly { continue }
             keys.append((UInt64(Self.maximumQueryWords) - matched) << 56 | kinds << 48 | fields << 40
                         | (out ? 1 << 39 : 0) | UInt64(product))
+        }
         }
         let total = keys.count
         let take = min(limit, total)
@@ -174,12 +177,12 @@ extension SearchIndex {
             let limit = letters >= 9 ? 2 : 1
             let q = token.text.unicodeScalars.map(\.value)
             let stemmed = stemmer.stem(token.text, script: token.script).unicodeScalars.map(\.value)
-            for s in v.stemScalars.indices where abs(v.stemScalars[s].count - stemmed.count) <= limit {
+            for s in 0..<v.stemScalars.count where abs(v.stemScalars.length(s) - stemmed.count) <= limit {
                 if EditDistance.within(stemmed, v.stemScalars[s], limit: limit) != nil {
                     for id in v.wordsOfStem[s] { add(id, .typo) }
                 }
             }
-            for w in v.scalars.indices where v.kinds[w] == .word {
+            for w in 0..<v.scalars.count where v.kinds[w] == .word {
                 let word = v.scalars[w]
                 if word.count + limit < q.count { continue }
                 if !isLast && abs(word.count - q.count) > limit { continue }

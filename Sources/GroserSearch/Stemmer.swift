@@ -7,6 +7,10 @@ import GroserSystem
 public final class Stemmer {
     private let russian: OpaquePointer
     private let english: OpaquePointer
+    /// A search's work area, one word per product of the store searched,
+    /// kept zeroed between searches: a search allocates nothing the size
+    /// of the store (it is lent with the stemmer, to one thread at a time).
+    var scratch: [UInt64] = []
 
     public init() {
         // Both algorithms are compiled into libstemmer; nil would mean a

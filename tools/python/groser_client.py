@@ -19,6 +19,7 @@ CLI (prints JSON):
     python3 groser_client.py store --city SPB [--products]
     python3 groser_client.py store --store-uid UID
     python3 groser_client.py shelf SHELF_UID
+    python3 groser_client.py search "молоко 3,2" --city SPB [--page-size N] [--in-stock]
 
 The generated protobuf modules are looked up in ./generated (tools/python/gen.sh
 writes them there) or in the directory named by GROSER_PY_GENERATED.
@@ -40,7 +41,7 @@ if _generated not in sys.path:
     sys.path.insert(0, _generated)
 
 try:
-    from groser.v1 import catalog_pb2, service_pb2  # noqa: E402
+    from groser.v1 import catalog_pb2, search_pb2, service_pb2  # noqa: E402
 except ImportError as exc:  # pragma: no cover - a setup problem, not a protocol one
     raise ImportError(
         f"groser protobuf modules not found in {_generated}: run tools/python/gen.sh first ({exc})"
@@ -48,7 +49,8 @@ except ImportError as exc:  # pragma: no cover - a setup problem, not a protocol
 
 __all__ = [
     "Client", "ConnectionClosed", "GroserError", "ProtocolError", "StatusCode",
-    "default_socket_path", "encode_frame", "status_of", "format_money", "catalog_pb2", "service_pb2",
+    "default_socket_path", "encode_frame", "status_of", "format_money", "catalog_pb2", "search_pb2",
+    "service_pb2",
 ]
 
 StatusCode = service_pb2.StatusCode
@@ -56,7 +58,8 @@ DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 _LEN = struct.Struct(">I")
 
 # Request oneof case -> the Response body case an OK answer carries.
-METHODS = ("server_info", "list_cities", "get_store", "get_shelf", "watch", "cancel_watch", "stats")
+METHODS = ("server_info", "list_cities", "get_store", "get_shelf", "watch", "cancel_watch", "stats",
+           "search_products")
 
 
 class GroserError(Exception):
@@ -374,6 +377,24 @@ class Client:
     def stats(self) -> service_pb2.StatsResponse:
         return self.call(self.request("stats"))
 
+    def search_products(self, query: str, city_code: Optional[str] = None, city_uid: Optional[str] = None,
+                        store_uid: Optional[str] = None, page_size: int = 0, page_token: str = "",
+                        in_stock_only: bool = False, department_uid: Optional[str] = None,
+                        shelf_uid: Optional[str] = None, group_by_shelf: bool = False,
+                        deadline_ms: int = 0) -> search_pb2.SearchProductsResponse:
+        """SearchProducts (docs/SEARCH.md): exactly one of city_code, city_uid,
+        store_uid; at most one of department_uid, shelf_uid. page_size 0 is
+        the server's default; page_token is a previous next_page_token."""
+        given = [x for x in (city_code, city_uid, store_uid) if x is not None]
+        if len(given) > 1:
+            raise ValueError("give at most one of city_code, city_uid, store_uid")
+        # As get_store: no selector, or both filters, is sent as is and refused by the server.
+        return self.call(self.request("search_products", deadline_ms, city_code=city_code, city_uid=city_uid,
+                                      store_uid=store_uid, query=query, page_size=page_size or None,
+                                      page_token=page_token or None, in_stock_only=in_stock_only or None,
+                                      department_uid=department_uid, shelf_uid=shelf_uid,
+                                      group_by_shelf=group_by_shelf or None))
+
     # -- watching (PROTOCOL.md §7B) ---------------------------------------
 
     def watch(self, city_code: Optional[str] = None, city_uid: Optional[str] = None,
@@ -482,6 +503,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     st.add_argument("--products", action="store_true", help="include every shelf's products")
     sh = sub.add_parser("shelf", help="GetShelf")
     sh.add_argument("shelf_uid")
+    se = sub.add_parser("search", help="SearchProducts")
+    se.add_argument("query")
+    sel = se.add_mutually_exclusive_group(required=True)
+    sel.add_argument("--city", help="city code, e.g. SPB")
+    sel.add_argument("--city-uid")
+    sel.add_argument("--store-uid")
+    se.add_argument("--page-size", type=int, default=0)
+    se.add_argument("--page-token", default="")
+    se.add_argument("--in-stock", action="store_true", help="leave out products that are out of stock")
+    within = se.add_mutually_exclusive_group()
+    within.add_argument("--department-uid")
+    within.add_argument("--shelf-uid")
+    se.add_argument("--group-by-shelf", action="store_true")
     a = p.parse_args(argv)
 
     try:
@@ -493,8 +527,14 @@ def main(argv: Optional[list[str]] = None) -> int:
             elif a.cmd == "store":
                 body = c.get_store(city_code=a.city, city_uid=a.city_uid, store_uid=a.store_uid,
                                    include_products=a.products, deadline_ms=a.deadline_ms)
-            else:
+            elif a.cmd == "shelf":
                 body = c.get_shelf(a.shelf_uid, a.deadline_ms)
+            else:
+                body = c.search_products(a.query, city_code=a.city, city_uid=a.city_uid, store_uid=a.store_uid,
+                                         page_size=a.page_size, page_token=a.page_token,
+                                         in_stock_only=a.in_stock, department_uid=a.department_uid,
+                                         shelf_uid=a.shelf_uid, group_by_shelf=a.group_by_shelf,
+                                         deadline_ms=a.deadline_ms)
     except GroserError as e:
         print(f"groser_client: {e}", file=sys.stderr)
         return 1

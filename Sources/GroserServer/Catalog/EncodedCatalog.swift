@@ -96,6 +96,9 @@ public final class StoreSegments: Sendable {
     /// The shelves in the store's order, and each one's department (an index into `departments`).
     let flatShelves: [ShelfSegment]
     let departmentOfShelf: [Int]
+    /// Every product's stock flag in the store's order, for search (one byte
+    /// a product, copied from the shelves at each version).
+    let outOfStock: [Bool]
     /// The store's products indexed for SearchProducts, in the same order.
     public let search: SearchIndex
     /// What `search` holds, counted once when it is built (Stats).
@@ -131,6 +134,10 @@ public final class StoreSegments: Sendable {
         productCount = total
         flatShelves = departments.flatMap { d in d.shelves }
         departmentOfShelf = departments.indices.flatMap { d in Array(repeating: d, count: departments[d].shelves.count) }
+        var out: [Bool] = []
+        out.reserveCapacity(total)
+        for s in flatShelves { out.append(contentsOf: s.outOfStock) }
+        outOfStock = out
         self.search = search
         self.searchBytes = searchBytes ?? search.memoryBytes
     }

@@ -30,6 +30,7 @@ extension RequestHandler {
             return
         }
         let index = store.search
+        let outOfStock = store.outOfStock
         // The products searched: the store's, a department's or a shelf's.
         var range: Range<UInt32>?
         if !request.shelfUID.isEmpty {
@@ -75,7 +76,7 @@ extension RequestHandler {
         let pageSize = request.pageSize == 0 ? Self.defaultSearchPageSize : min(Int(request.pageSize), Self.maximumSearchPageSize)
         let outcome = SearchStemmers.pool.with { stemmer in
             index.search(request.query, filter: SearchFilter(inStockOnly: request.inStockOnly, products: range),
-                         limit: offset + pageSize, stemmer: stemmer) { product in store.isOutOfStock(product: Int(product)) }
+                         limit: offset + pageSize, stemmer: stemmer) { product in outOfStock[Int(product)] }
         }
         var hits = Array(outcome.hits.dropFirst(offset))
         if request.groupByShelf {
@@ -183,10 +184,5 @@ extension StoreSegments {
         }
         // An empty shelf shares its start with the next: the last one wins.
         return (flatShelves[lo], departments[departmentOfShelf[lo]], product - shelfStarts[lo])
-    }
-
-    func isOutOfStock(product: Int) -> Bool {
-        guard let p = place(ofProduct: product) else { return false }
-        return p.shelf.outOfStock[p.index]
     }
 }
