@@ -33,13 +33,13 @@ public enum SearchField: UInt32, Sendable, Comparable {
 /// words builds the next one from this one.
 final class Vocabulary: Sendable {
     let words: [String]
-    let ids: [String: UInt32]
+    let ids: [WordKey: UInt32]
     /// Each word's Unicode scalars, for typo matching.
     let scalars: FlatLists
     let kinds: [Token.Kind]
     let stemOf: [UInt32]
     let stems: [String]
-    let stemIDs: [String: UInt32]
+    let stemIDs: [WordKey: UInt32]
     let stemScalars: FlatLists
     let wordsOfStem: FlatLists
     /// Word ids ordered by the words' UTF-8 bytes: the prefix ranges.
@@ -73,16 +73,18 @@ final class Vocabulary: Sendable {
 /// Numbers words while an index is built; starts from a vocabulary to add to it.
 struct VocabularyBuilder {
     var words: [String] = []
-    var ids: [String: UInt32] = [:]
+    var ids: [WordKey: UInt32] = [:]
     var scalars: [[UInt32]] = []
     var kinds: [Token.Kind] = []
     var stemOf: [UInt32] = []
     var stems: [String] = []
-    var stemIDs: [String: UInt32] = [:]
+    var stemIDs: [WordKey: UInt32] = [:]
     var stemScalars: [[UInt32]] = []
     var wordsOfStem: [[UInt32]] = []
     private(set) var added = 0
     let base: Vocabulary?
+    /// The pack-size words of each (unit, size) seen, by word id.
+    private var packs: [UInt64: [UInt32]] = [:]
 
     init(from base: Vocabulary? = nil) {
         self.base = base
@@ -93,27 +95,44 @@ struct VocabularyBuilder {
     }
 
     mutating func id(of token: Token, stemmer: Stemmer) -> UInt32 {
-        if let id = ids[token.text] { return id }
+        let key = WordKey(token.bytes)
+        if let id = ids[key] { return id }
         let id = UInt32(words.count)
-        words.append(token.text)
-        ids[token.text] = id
-        scalars.append(token.text.unicodeScalars.map(\.value))
+        let text = token.text
+        words.append(text)
+        ids[key] = id
+        scalars.append(text.unicodeScalars.map(\.value))
         kinds.append(token.kind)
-        let stem = token.kind == .word ? stemmer.stem(token.text, script: token.script) : token.text
+        let stemBytes = token.kind == .word ? stemmer.stem(bytes: token.bytes, script: token.script) : token.bytes
+        let stemKey = WordKey(stemBytes)
+        let stem = String(decoding: stemBytes, as: UTF8.self)
         let stemID: UInt32
-        if let s = stemIDs[stem] {
+        if let s = stemIDs[stemKey] {
             stemID = s
             wordsOfStem[Int(s)].append(id)
         } else {
             stemID = UInt32(stems.count)
             stems.append(stem)
-            stemIDs[stem] = stemID
+            stemIDs[stemKey] = stemID
             stemScalars.append(stem.unicodeScalars.map(\.value))
             wordsOfStem.append([id])
         }
         stemOf.append(stemID)
         added += 1
         return id
+    }
+
+    /// The ids of the quantities a pack size gives ("930мл", "0.93л").
+    mutating func packIDs(unit: String, size: UInt32, stemmer: Stemmer) -> [UInt32] {
+        let code: UInt64 = unit == "ml" ? 1 : unit == "g" ? 2 : unit == "pcs" ? 3 : 0
+        guard code != 0 else { return [] }
+        let key = code << 32 | UInt64(size)
+        if let ids = packs[key] { return ids }
+        let ids = Units.packTokens(unit: unit, size: size).map {
+            id(of: Token(text: $0, kind: .quantity, script: .other, start: 0, end: 0), stemmer: stemmer)
+        }
+        packs[key] = ids
+        return ids
     }
 
     /// The vocabulary: the base itself when nothing was added.
@@ -152,9 +171,7 @@ final class ShelfWords: Sendable {
                 if !mine.contains(packed) { mine.append(packed) }
             }
             for t in Tokenizer.tokens(p.name) { add(vocabulary.id(of: t, stemmer: stemmer), .name) }
-            for text in Units.packTokens(unit: p.unit, size: p.unitSize) {
-                add(vocabulary.id(of: Token(text: text, kind: .quantity, script: .other, start: 0, end: 0), stemmer: stemmer), .name)
-            }
+            for id in vocabulary.packIDs(unit: p.unit, size: p.unitSize, stemmer: stemmer) { add(id, .name) }
             for t in Tokenizer.tokens(p.brand) { add(vocabulary.id(of: t, stemmer: stemmer), .brand) }
             tokens.append(contentsOf: mine)
             starts.append(UInt32(tokens.count))

@@ -88,7 +88,7 @@ extension SearchIndex {
             let shift = UInt64(i * 4)
             for (word, kind) in candidates(token, isLast: isLast, stemmer: stemmer) {
                 if kind == .prefix {
-                    if marked[word] == nil { marked[word] = .some(token.text.utf8.count) }
+                    if marked[word] == nil { marked[word] = .some(token.bytes.count) }
                 } else {
                     marked[word] = .some(nil)
                 }
@@ -150,12 +150,12 @@ extension SearchIndex {
             found[id] = kind
         }
         let v = vocabulary
-        if let id = v.ids[token.text] { add(id, .exact) }
-        if token.kind == .word, let stem = v.stemIDs[stemmer.stem(token.text, script: token.script)] {
+        if let id = v.ids[WordKey(token.bytes)] { add(id, .exact) }
+        if token.kind == .word, let stem = v.stemIDs[WordKey(stemmer.stem(bytes: token.bytes, script: token.script))] {
             for id in v.wordsOfStem[Int(stem)] { add(id, .stemmed) }
         }
         if isLast {
-            let q = Array(token.text.utf8)
+            let q = token.bytes
             var lo = 0, hi = v.sorted.count
             while lo < hi {
                 let mid = (lo + hi) / 2
@@ -224,7 +224,7 @@ extension SearchIndex {
     public func highlights(in name: String, for outcome: SearchOutcome) -> [Range<Int>] {
         var ranges: [Range<Int>] = []
         for t in Tokenizer.tokens(name) {
-            guard let id = vocabulary.ids[t.text], let mark = outcome.marked[id] else { continue }
+            guard let id = vocabulary.ids[WordKey(t.bytes)], let mark = outcome.marked[id] else { continue }
             let end = mark.map { min(t.end, t.start + $0) } ?? t.end
             ranges.append(t.start..<end)
         }

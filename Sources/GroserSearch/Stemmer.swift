@@ -31,18 +31,22 @@ public final class Stemmer {
     /// Cyrillic word, English for a Latin one, the word itself otherwise
     /// (numbers, mixed scripts, words under three letters).
     public func stem(_ word: String, script: Script) -> String {
+        String(decoding: stem(bytes: Array(word.utf8), script: script), as: UTF8.self)
+    }
+
+    /// `stem(_:script:)` over UTF-8 bytes.
+    public func stem(bytes word: [UInt8], script: Script) -> [UInt8] {
         let algorithm: OpaquePointer
         switch script {
         case .cyrillic: algorithm = russian
         case .latin: algorithm = english
         case .other: return word
         }
-        var utf8 = Array(word.utf8)
-        guard utf8.count >= 3 else { return word }
-        return utf8.withUnsafeMutableBufferPointer { b -> String in
+        guard word.count >= 3 else { return word }
+        return word.withUnsafeBufferPointer { b -> [UInt8] in
             guard let out = sb_stemmer_stem(algorithm, b.baseAddress, Int32(b.count)) else { return word }
             let n = Int(sb_stemmer_length(algorithm))
-            return String(decoding: UnsafeBufferPointer(start: out, count: n), as: UTF8.self)
+            return Array(UnsafeBufferPointer(start: out, count: n))
         }
     }
 }

@@ -17,12 +17,42 @@ public struct Token: Sendable, Hashable {
         case quantity
     }
 
-    public var text: String
+    /// The normalised word, in UTF-8.
+    public var bytes: [UInt8]
     public var kind: Kind
     public var script: Script
     /// Where it is in the text it came from: UTF-8 byte offsets.
     public var start: Int
     public var end: Int
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    init(bytes: [UInt8], kind: Kind, script: Script, start: Int, end: Int) {
+        self.bytes = bytes
+        self.kind = kind
+        self.script = script
+        self.start = start
+        self.end = end
+    }
+
+    init(text: String, kind: Kind, script: Script, start: Int, end: Int) {
+        self.init(bytes: Array(text.utf8), kind: kind, script: script, start: start, end: end)
+    }
+}
+
+/// A word as a dictionary key: its UTF-8 bytes, hashed once with FNV-1a
+/// (a String key would be normalised on every hash and comparison, which
+/// was a sixth of building an index).
+struct WordKey: Hashable, Sendable {
+    let bytes: [UInt8]
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ text: String) { bytes = Array(text.utf8) }
+
+    func hash(into hasher: inout Hasher) {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
+        hasher.combine(h)
+    }
 }
 
 /// Splits text into tokens. Pure: the same text always gives the same tokens.
@@ -84,62 +114,95 @@ public enum Tokenizer {
     }
 
     private static func rawTokens(_ text: String) -> [Token] {
+        var copy = text
+        return copy.withUTF8 { rawTokens(utf8: $0) }
+    }
+
+    /// The tokens of UTF-8 text, read byte by byte: scalars are decoded,
+    /// folded and written back as UTF-8 into the token being built.
+    private static func rawTokens(utf8 input: UnsafeBufferPointer<UInt8>) -> [Token] {
         var out: [Token] = []
-        var current = String.UnicodeScalarView()
+        var current: [UInt8] = []
         var kind: Token.Kind = .word
         var script: Script = .other
         var start = 0
-        var offset = 0
-        var pendingMark: (scalar: Unicode.Scalar, offset: Int)?
+        var pendingMark: Int?   // offset of a "," or "." after digits
         func flush(_ end: Int) {
             if !current.isEmpty {
-                out.append(Token(text: String(current), kind: kind, script: kind == .number ? .other : script, start: start, end: end))
-                current = String.UnicodeScalarView()
+                out.append(Token(bytes: current, kind: kind, script: kind == .number ? .other : script, start: start, end: end))
+                current.removeAll(keepingCapacity: true)
             }
         }
-        for s in text.unicodeScalars {
-            let width = UTF8.width(s)
+        func append(_ s: Unicode.Scalar) {
+            let v = s.value
+            if v < 0x80 {
+                current.append(UInt8(v))
+            } else if v < 0x800 {
+                current.append(UInt8(0xc0 | (v >> 6)))
+                current.append(UInt8(0x80 | (v & 0x3f)))
+            } else {
+                current.append(contentsOf: Array(String(s).utf8))
+            }
+        }
+        var offset = 0
+        while offset < input.count {
+            // Decode one scalar.
+            let b0 = input[offset]
+            var width = 1
+            var value = UInt32(b0)
+            if b0 >= 0xc0 && b0 < 0xe0 && offset + 1 < input.count {
+                value = (UInt32(b0 & 0x1f) << 6) | UInt32(input[offset + 1] & 0x3f)
+                width = 2
+            } else if b0 >= 0xe0 && b0 < 0xf0 && offset + 2 < input.count {
+                value = (UInt32(b0 & 0x0f) << 12) | (UInt32(input[offset + 1] & 0x3f) << 6) | UInt32(input[offset + 2] & 0x3f)
+                width = 3
+            } else if b0 >= 0xf0 && offset + 3 < input.count {
+                value = (UInt32(b0 & 0x07) << 18) | (UInt32(input[offset + 1] & 0x3f) << 12)
+                    | (UInt32(input[offset + 2] & 0x3f) << 6) | UInt32(input[offset + 3] & 0x3f)
+                width = 4
+            }
+            let s = Unicode.Scalar(value) ?? "\u{fffd}"
             defer { offset += width }
             switch classify(s) {
             case .digit:
                 if !current.isEmpty && kind == .number {
                     if pendingMark != nil {
-                        current.append(".")
+                        current.append(0x2e)
                         pendingMark = nil
                     }
-                    current.append(s)
+                    current.append(UInt8(value))
                     continue
                 }
                 pendingMark = nil
                 flush(offset)
                 kind = .number
                 start = offset
-                current.append(s)
+                current.append(UInt8(value))
             case .letter(let sc):
                 pendingMark = nil
                 if !current.isEmpty && kind == .word {
                     if script != sc { script = .other }
-                    current.append(fold(s))
+                    append(fold(s))
                     continue
                 }
                 flush(offset)
                 kind = .word
                 script = sc
                 start = offset
-                current.append(fold(s))
+                append(fold(s))
             case .decimalMark:
                 if !current.isEmpty && kind == .number && pendingMark == nil {
                     // A mark between digits joins them; the token ends
                     // before it unless a digit follows.
-                    pendingMark = (s, offset)
+                    pendingMark = offset
                     continue
                 }
-                if let mark = pendingMark { flush(mark.offset); pendingMark = nil } else { flush(offset) }
+                if let mark = pendingMark { flush(mark); pendingMark = nil } else { flush(offset) }
             case .separator:
-                if let mark = pendingMark { flush(mark.offset); pendingMark = nil } else { flush(offset) }
+                if let mark = pendingMark { flush(mark); pendingMark = nil } else { flush(offset) }
             }
         }
-        if let mark = pendingMark { flush(mark.offset) } else { flush(offset) }
+        if let mark = pendingMark { flush(mark) } else { flush(offset) }
         return out
     }
 }
