@@ -142,9 +142,31 @@ public final class StoreSegments: Sendable {
         self.searchBytes = searchBytes ?? search.memoryBytes
     }
 
+    /// A store's encoded parts, before its search index joins them.
+    struct Parts: Sendable {
+        var uid: String
+        var cityUID: String
+        var summaryBody: [UInt8]
+        var summaryField: [UInt8]
+        var cityField: [UInt8]
+        var departments: [DepartmentSegments]
+    }
+
+    /// The store's search input: its shelves in the store's order.
+    static func searchShelves(_ store: Store) -> [SearchShelf] {
+        store.departments.flatMap { d in
+            d.shelves.map { SearchShelf(uid: $0.uid, name: $0.name, departmentName: d.name, products: $0.products) }
+        }
+    }
+
+    convenience init(_ parts: Parts, version: UInt64, layoutVersion: UInt64, search: SearchIndex) {
+        self.init(uid: parts.uid, cityUID: parts.cityUID, version: version, layoutVersion: layoutVersion,
+                  summaryBody: parts.summaryBody, summaryField: parts.summaryField, cityField: parts.cityField,
+                  departments: parts.departments, search: search)
+    }
+
     /// Encodes `store` (products sorted, image URLs absolute) in `city`.
-    convenience init(_ store: Store, city: City, version: UInt64, layoutVersion: UInt64, stemmer: Stemmer,
-                     previousSearch: SearchIndex? = nil) {
+    static func parts(_ store: Store, city: City) -> Parts {
         var bare = store
         for d in bare.departments.indices {
             for h in bare.departments[d].shelves.indices { bare.departments[d].shelves[h].products = [] }
@@ -158,12 +180,9 @@ public final class StoreSegments: Sendable {
                                head: BodyEncoder.department(Department(uid: d.uid, name: d.name, shelves: [])),
                                shelves: d.shelves.map(ShelfSegment.init))
         }
-        let search = SearchIndex.build(shelves: store.departments.flatMap { d in
-            d.shelves.map { SearchShelf(uid: $0.uid, name: $0.name, departmentName: d.name, products: $0.products) }
-        }, reusing: previousSearch, stemmer: stemmer).index
-        self.init(uid: store.uid, cityUID: store.summary.cityUID, version: version, layoutVersion: layoutVersion,
-                  summaryBody: BodyEncoder.getStore(StoreCatalog(store: bare, city: city, catalogVersion: 0)),
-                  summaryField: summaryField, cityField: cityField, departments: departments, search: search)
+        return Parts(uid: store.uid, cityUID: store.summary.cityUID,
+                     summaryBody: BodyEncoder.getStore(StoreCatalog(store: bare, city: city, catalogVersion: 0)),
+                     summaryField: summaryField, cityField: cityField, departments: departments)
     }
 
     /// The same store with some shelves replaced, at `version`; the search
@@ -340,9 +359,10 @@ public final class EncodedCatalog: Sendable {
         let cityByUID: [String: City]
         let version: UInt64
         let imageBaseURL: String
-        var stores: [String: StoreSegments] = [:]
+        var parts: [StoreSegments.Parts] = []
         var locations: [String: ShelfLocation] = [:]
-        let stemmer = Stemmer()
+        /// Builds the stores' search indexes beside the encoding.
+        let indexer = SearchIndexer()
         let previous: EncodedCatalog?
 
         init(cities: [City], version: UInt64, imageBaseURL: String, previous: EncodedCatalog? = nil) {
@@ -363,8 +383,8 @@ public final class EncodedCatalog: Sendable {
             }
             let city = cityByUID[store.summary.cityUID]
                 ?? City(uid: store.summary.cityUID, code: "", name: "", stores: [], defaultStoreUID: "")
-            stores[store.uid] = StoreSegments(store, city: city, version: version, layoutVersion: version, stemmer: stemmer,
-                                              previousSearch: previous?.stores[store.uid]?.search)
+            indexer.submit(store.uid, StoreSegments.searchShelves(store), reusing: previous?.stores[store.uid]?.search)
+            parts.append(StoreSegments.parts(store, city: city))
             for (di, d) in store.departments.enumerated() {
                 for (hi, h) in d.shelves.enumerated() {
                     locations[h.uid] = ShelfLocation(storeUID: store.uid, department: di, shelf: hi, departmentUID: d.uid)
@@ -373,7 +393,12 @@ public final class EncodedCatalog: Sendable {
         }
 
         func finish(serverVersion: String) -> EncodedCatalog {
-            EncodedCatalog(
+            let indexes = indexer.finish()
+            var stores: [String: StoreSegments] = [:]
+            for p in parts {
+                stores[p.uid] = StoreSegments(p, version: version, layoutVersion: version, search: indexes[p.uid]!)
+            }
+            return EncodedCatalog(
                 version: version,
                 listCitiesBody: BodyEncoder.listCities(CityList(cities: cities, catalogVersion: 0)),
                 stores: stores, shelfIndex: ShelfIndex(locations),
