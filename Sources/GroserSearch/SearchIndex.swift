@@ -154,6 +154,8 @@ final class ShelfWords: Sendable {
     let starts: [UInt32]
     let shelfWords: [UInt32]
     let departmentWords: [UInt32]
+    /// Per product, its EAN-13 barcode as a number, 0 for none.
+    let barcodes: [UInt64]
     /// What the words were read from, to tell whether a change renamed anything.
     let fingerprint: [UInt64]
 
@@ -163,6 +165,7 @@ final class ShelfWords: Sendable {
         var tokens: [UInt32] = []
         var starts: [UInt32] = [0]
         var prints: [UInt64] = []
+        var barcodes: [UInt64] = []
         tokens.reserveCapacity(shelf.products.count * 8)
         for p in shelf.products {
             var mine: [UInt32] = []
@@ -176,8 +179,10 @@ final class ShelfWords: Sendable {
             tokens.append(contentsOf: mine)
             starts.append(UInt32(tokens.count))
             prints.append(Self.fingerprint(p))
+            barcodes.append(Barcodes.number(p.barcode) ?? 0)
         }
         self.tokens = tokens
+        self.barcodes = barcodes
         self.starts = starts
         shelfWords = Tokenizer.tokens(shelf.name).map { vocabulary.id(of: $0, stemmer: stemmer) }
         departmentWords = Tokenizer.tokens(shelf.departmentName).map { vocabulary.id(of: $0, stemmer: stemmer) }
@@ -207,11 +212,13 @@ final class ShelfWords: Sendable {
         mix(p.brand.utf8)
         mix(p.unit.utf8)
         mix(withUnsafeBytes(of: p.unitSize.littleEndian, Array.init))
+        mix(p.barcode.utf8)
         return h
     }
 
     var memoryBytes: Int {
         96 + tokens.count * 4 + starts.count * 4 + shelfWords.count * 4 + departmentWords.count * 4 + fingerprint.count * 8
+            + barcodes.count * 8
     }
 }
 
@@ -232,6 +239,8 @@ public final class SearchIndex: Sendable {
     let postings: FlatLists
     /// Per word id: shelf << 1 | 1 for a department name, 0 for a shelf's.
     let shelfPostings: FlatLists
+    /// The store's barcodes, ascending, and the product of each.
+    let barcodes: Barcodes
 
     public var productCount: Int { Int(shelfStarts.last ?? 0) }
     public var shelfCount: Int { shelves.count }
@@ -280,8 +289,10 @@ public final class SearchIndex: Sendable {
         var postings = [[UInt32]](repeating: [], count: vocabulary.count)
         var shelfPostings = [[UInt32]](repeating: [], count: vocabulary.count)
         var product: UInt32 = 0
+        var barcodes: [(code: UInt64, product: UInt32)] = []
         for (s, shelf) in shelves.enumerated() {
             for i in 0..<shelf.productCount {
+                if shelf.barcodes[i] != 0 { barcodes.append((shelf.barcodes[i], product)) }
                 for k in Int(shelf.starts[i])..<Int(shelf.starts[i + 1]) {
                     let t = shelf.tokens[k]
                     postings[Int(t >> 2)].append(product << 2 | (t & 3))
@@ -300,6 +311,7 @@ public final class SearchIndex: Sendable {
         unusedWords = zip(postings, shelfPostings).filter { $0.isEmpty && $1.isEmpty }.count
         self.postings = FlatLists(postings)
         self.shelfPostings = FlatLists(shelfPostings)
+        self.barcodes = Barcodes(barcodes)
     }
 
     /// This index with some shelves' products replaced (shelf positions in
@@ -332,7 +344,7 @@ public final class SearchIndex: Sendable {
     /// Bytes the index holds, roughly (the Stats' search_index_bytes).
     public var memoryBytes: Int {
         var n = vocabulary.memoryBytes + shelfStarts.count * 4 + 64
-        n += postings.memoryBytes + shelfPostings.memoryBytes
+        n += postings.memoryBytes + shelfPostings.memoryBytes + barcodes.memoryBytes
         for s in shelves { n += s.memoryBytes }
         return n
     }

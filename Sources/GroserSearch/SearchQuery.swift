@@ -59,8 +59,25 @@ extension SearchIndex {
     /// matched as a prefix unless the query ends with a space. When no
     /// product matches every word, the query is tried as typed on the other
     /// keyboard layout, and that reading wins when it matches more words.
+    /// A query of 8 to 13 digits alone also finds the products whose
+    /// barcode begins with it, ranked before every word match.
     public func search(_ query: String, filter: SearchFilter = SearchFilter(), limit: Int, stemmer: Stemmer,
                        outOfStock: (UInt32) -> Bool) -> SearchOutcome {
+        var outcome = searchWords(query, filter: filter, limit: limit, stemmer: stemmer, outOfStock: outOfStock)
+        let range = filter.products ?? 0..<UInt32(productCount)
+        let coded = barcodes.products(matching: query.trimmingSpaces).filter {
+            range.contains($0) && !(filter.inStockOnly && outOfStock($0))
+        }
+        guard !coded.isEmpty else { return outcome }
+        let codedSet = Set(coded)
+        let words = outcome.hits.filter { !codedSet.contains($0.product) }
+        outcome.total += coded.count - (outcome.hits.count - words.count)
+        outcome.hits = Array((coded.map { SearchOutcome.Hit(product: $0, matchedWords: 1) } + words).prefix(limit))
+        return outcome
+    }
+
+    private func searchWords(_ query: String, filter: SearchFilter, limit: Int, stemmer: Stemmer,
+                             outOfStock: (UInt32) -> Bool) -> SearchOutcome {
         let first = run(query, filter: filter, limit: limit, stemmer: stemmer, outOfStock: outOfStock)
         if first.best < first.words, let other = KeyboardLayout.switched(query) {
             let second = run(other, filter: filter, limit: limit, stemmer: stemmer, outOfStock: outOfStock)
@@ -250,4 +267,13 @@ extension SearchIndex {
 
     /// The shelf position of product `product`.
     public func shelfPosition(ofProduct product: UInt32) -> Int { shelf(ofProduct: product) }
+}
+
+extension String {
+    /// Without leading and trailing spaces (ASCII white space).
+    var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[start...end]
+    }
 }

@@ -188,12 +188,12 @@ public final class SQLiteCatalogStore: CatalogStore {
     }
 
     /// A product from a row of `uid, shelf_uid, name, brand, unit, unit_size,
-    /// price_minor, currency, image_url, stock, often_out_of_stock`.
+    /// price_minor, currency, image_url, stock, often_out_of_stock, barcode`.
     static func product(_ p: SQLiteStatement) -> Product {
         Product(uid: p.text(0), name: p.text(2), brand: p.text(3), unit: p.text(4),
                 unitSize: UInt32(clamping: p.int(5)), price: Money(minorUnits: p.int(6), currency: p.text(7)),
                 imageURL: p.text(8), outOfStock: p.int(9) == 0, oftenOutOfStock: p.int(10) != 0,
-                shelfUID: p.text(1))
+                shelfUID: p.text(1), barcode: p.text(11))
     }
 
     public func catalogVersion() throws(StorageError) -> UInt64 {
@@ -228,7 +228,7 @@ public final class SQLiteCatalogStore: CatalogStore {
             }
             let p = try db.cached("""
                 SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock FROM products WHERE shelf_uid = ?
+                       stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ?
                 """)
             var shelves: [String: [Product]] = [:]
             for uid in uids {
@@ -267,7 +267,7 @@ public final class SQLiteCatalogStore: CatalogStore {
             let h = try db.prepare("SELECT uid, name FROM shelves WHERE department_uid = ? ORDER BY position")
             let p = try db.prepare("""
                 SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock FROM products WHERE shelf_uid = ? ORDER BY name
+                       stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ? ORDER BY name
                 """)
             for summary in summaries {
                 var departments: [Department] = []

@@ -93,7 +93,7 @@ final class SQLiteCommerceTransaction: CommerceTransaction {
     func catalogProduct(_ uid: String) throws(StorageError) -> (Product, UInt32)? {
         let p = try db.cached("""
             SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                   stock, often_out_of_stock FROM products WHERE uid = ?
+                   stock, often_out_of_stock, barcode FROM products WHERE uid = ?
             """).bind(.text(uid))
         guard try p.step() else { return nil }
         return (SQLiteCatalogStore.product(p), UInt32(clamping: p.int(9)))

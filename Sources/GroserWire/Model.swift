@@ -27,10 +27,14 @@ public struct Product: Sendable, Hashable, Codable {
     public var outOfStock: Bool
     public var oftenOutOfStock: Bool
     public var shelfUID: String
+    /// EAN-13 digits, or empty. Kept from the catalog for search (an
+    /// all-digit query finds the product by it); the wire's `Product` has
+    /// no such field, so answers do not carry it.
+    public var barcode: String
 
     public init(uid: String, name: String, brand: String, unit: String, unitSize: UInt32,
                 price: Money, imageURL: String, outOfStock: Bool, oftenOutOfStock: Bool,
-                shelfUID: String) {
+                shelfUID: String, barcode: String = "") {
         self.uid = uid
         self.name = name
         self.brand = brand
@@ -41,6 +45,7 @@ public struct Product: Sendable, Hashable, Codable {
         self.outOfStock = outOfStock
         self.oftenOutOfStock = oftenOutOfStock
         self.shelfUID = shelfUID
+        self.barcode = barcode
     }
 }
 

@@ -204,6 +204,43 @@ struct SearchIndexTests {
         #expect(hits.first?.product == 0 && hits.first?.matchedWords == 2)
     }
 
+    @Test func anAllDigitQueryFindsTheBarcodeFirstAndShortNumbersDoNot() {
+        var shelves: [SearchShelf] = []
+        for d in spb.store.departments {
+            for s in d.shelves { shelves.append(SearchShelf(uid: s.uid, name: s.name, departmentName: d.name, products: s.products)) }
+        }
+        // Two products with barcodes sharing their first 12 digits, one far
+        // down the store so that order of position cannot fake the result.
+        let last = shelves.count - 1
+        shelves[last].products[0].barcode = "4600000000017"
+        shelves[2].products[1].barcode = "4600000000024"
+        let index = SearchIndex(shelves: shelves, stemmer: Stemmer())
+        let lastProduct = index.products(ofShelf: last).lowerBound
+        let second = index.products(ofShelf: 2).lowerBound + 1
+        let exact = index.search("4600000000017", limit: 5, stemmer: Stemmer()) { _ in false }
+        #expect(exact.hits.map(\.product) == [lastProduct] && exact.total == 1)
+        // Typed as far as the shared digits: both, in barcode order; spaces around are ignored.
+        let typed = index.search(" 460000000001 ", limit: 5, stemmer: Stemmer()) { _ in false }
+        #expect(typed.hits.prefix(1).map(\.product) == [lastProduct])
+        let both = index.search("46000000000", limit: 5, stemmer: Stemmer()) { _ in false }
+        #expect(Array(both.hits.prefix(2).map(\.product)) == [lastProduct, second])
+        // Filters apply to barcode hits too.
+        let out = index.search("4600000000017", filter: SearchFilter(inStockOnly: true), limit: 5, stemmer: Stemmer()) { $0 == lastProduct }
+        #expect(out.hits.isEmpty)
+        let elsewhere = index.search("4600000000017", filter: SearchFilter(products: index.products(ofShelf: 0)), limit: 5, stemmer: Stemmer()) { _ in false }
+        #expect(elsewhere.hits.isEmpty)
+        // Fewer than 8 digits is a number, not a barcode; a word beside digits never reads barcodes.
+        #expect(index.search("4600000", limit: 5, stemmer: Stemmer()) { _ in false }.hits.allSatisfy { $0.product != lastProduct })
+        #expect(index.search("молоко 4600000000017", limit: 50, stemmer: Stemmer()) { _ in false }.hits.allSatisfy { $0.product != lastProduct })
+        // A barcode change is a change of the shelf's words: the shelf is read again.
+        var changed = shelves[last].products
+        changed[0].barcode = "4600000000031"
+        let next = index.replacing([(last, changed, shelves[last].name, shelves[last].departmentName)], stemmer: Stemmer())
+        #expect(next !== index)
+        #expect(next.search("4600000000031", limit: 5, stemmer: Stemmer()) { _ in false }.hits.map(\.product) == [lastProduct])
+        #expect(next.search("4600000000017", limit: 5, stemmer: Stemmer()) { _ in false }.hits.isEmpty)
+    }
+
     @Test func anImportReReadsOnlyTheShelvesItTouched() {
         var shelves: [SearchShelf] = []
         for d in spb.store.departments {

@@ -25,6 +25,26 @@ struct SearchTests {
         #expect(marked == ["Молоко", "3,2"], "\(hit.product.name)")
     }
 
+    @Test func aBarcodeImportedWithTheCatalogFindsItsProduct() throws {
+        let daemon = try Daemon(extraArguments: ["--empty-catalog"])
+        let file = try generatedCatalog(cities: 1, storesPerCity: 1, productsPerStore: 300, in: daemon.directory)
+        #expect(try runClient(["admin", "import", file], socket: daemon.socketPath).status == 0)
+        // The generator gives most products a barcode: take the last one in the file.
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        let record = try #require(lines.last { $0.contains("\"barcode\"") })
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(record.utf8)) as? [String: Any])
+        let barcode = try #require(json["barcode"] as? String)
+        let uid = try #require(json["uid"] as? String)
+        let client = daemon.client()
+        let store = try #require(try client.listCities().cities.first?.defaultStoreUID)
+        let hits = try client.search(barcode, in: .storeUID(store), pageSize: 3).hits
+        #expect(hits.first?.product.uid == uid, "\(barcode): \(hits.map(\.product.uid))")
+        // And after a restart, from the stored catalog.
+        #expect(daemon.terminate() == 0)
+        try daemon.start()
+        #expect(try daemon.client().search(barcode, in: .storeUID(store), pageSize: 3).hits.first?.product.uid == uid)
+    }
+
     @Test func pagesHoldEveryHitOnceAndTokensAreChecked() throws {
         let daemon = try Daemon()
         let client = daemon.client()
