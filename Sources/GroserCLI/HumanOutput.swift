@@ -4,14 +4,36 @@ import GroserSystem
 /// Output for people: trees, aligned columns, prices as "89.90 ₽". Every
 /// string from the server enters it through `TerminalText`, escaped.
 public enum HumanOutput {
-    /// "89.90 ₽" for RUB; "12.50 USD" for currencies without a symbol here.
-    public static func price(_ money: Money) -> String {
-        let digits = ["JPY": 0, "KRW": 0, "KWD": 3, "BHD": 3].first { $0.key == money.currency }?.value ?? 2
+    /// Whether prices group their thousands: on a terminal, for a person;
+    /// not in a pipe, where a script reads the number.
+    static let groupsThousands = ProcessInfo.isTerminal(1)
+
+    /// Whether output may carry colour and bold: only on a terminal, and
+    /// never when `NO_COLOR` is set to anything but empty (no-color.org).
+    static let usesColour = ProcessInfo.isTerminal(1) && (ProcessInfo.environment("NO_COLOR") ?? "").isEmpty
+
+    /// "89.90 ₽" for RUB, "1,500 JPY" on a terminal for a currency without
+    /// decimals, "12.50 USD" for currencies without a symbol here: as many
+    /// decimals as the currency has (ISO 4217), thousands grouped with ","
+    /// when `grouped`.
+    public static func price(_ money: Money) -> String { price(money, grouped: groupsThousands) }
+
+    /// `price(_:)` with grouping chosen by the caller.
+    public static func price(_ money: Money, grouped: Bool) -> String {
+        let digits = Money.exponent(of: money.currency)
         let negative = money.minorUnits < 0
         let magnitude = money.minorUnits.magnitude
         var scale: UInt64 = 1
         for _ in 0..<digits { scale *= 10 }
         var text = String(magnitude / scale)
+        if grouped {
+            var groupedText = ""
+            for (i, c) in text.enumerated() {
+                if i > 0 && (text.count - i) % 3 == 0 { groupedText += "," }
+                groupedText.append(c)
+            }
+            text = groupedText
+        }
         if digits > 0 {
             let fraction = String(magnitude % scale)
             text += "." + String(repeating: "0", count: digits - fraction.count) + fraction
@@ -126,17 +148,18 @@ public enum HumanOutput {
         """
     }
 
-    /// Columns padded to their widest cell (counted in characters, once escaped).
+    /// Columns padded to their widest cell, counted in terminal cells once
+    /// escaped (a CJK character or an emoji takes two, an accent none).
     static func table(_ cells: [[String]], rightAligned: Set<Int> = []) -> TerminalText {
         let rows = cells.map { $0.map(Terminal.safe) }
         guard let first = rows.first else { return "" }
         var widths = [Int](repeating: 0, count: first.count)
-        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
+        for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], CellWidth.of(cell)) } }
         var out: TerminalText = ""
         for row in rows {
             var line = ""
             for (i, cell) in row.enumerated() {
-                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                let pad = String(repeating: " ", count: widths[i] - CellWidth.of(cell))
                 let isLast = i == row.count - 1
                 line += rightAligned.contains(i) ? pad + cell : (isLast ? cell : cell + pad)
                 if !isLast { line += "  " }

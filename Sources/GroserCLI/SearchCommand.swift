@@ -35,7 +35,7 @@ extension Commands {
                 let selector = try ctx.storeSelector(city: city, store: store)
                 let v = try ctx.client().search(query, in: selector, pageSize: limit, inStockOnly: inStock, groupByShelf: byShelf)
                 ctx.print(json: ProtoJSON.searchResults(v),
-                          human: HumanOutput.search(v, marking: ProcessInfo.isTerminal(1) ? .bold : .brackets, byShelf: byShelf))
+                          human: HumanOutput.search(v, marking: HumanOutput.usesColour ? .bold : .brackets, byShelf: byShelf))
             }
         })
 }

@@ -126,3 +126,18 @@ public struct City: Sendable, Hashable, Codable {
         self.defaultStoreUID = defaultStoreUID
     }
 }
+
+extension Money {
+    /// How many digits of `currency`'s minor units follow the decimal point
+    /// (ISO 4217's minor unit): 2 for RUB and USD, 0 for JPY and KRW, 3 for
+    /// KWD. An unknown code is taken as 2, the common case.
+    public static func exponent(of currency: String) -> Int {
+        switch currency {
+        case "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV",
+             "XAF", "XOF", "XPF": 0
+        case "BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND": 3
+        case "CLF", "UYW": 4
+        default: 2
+        }
+    }
+}
