@@ -67,10 +67,4 @@ enum CellWidth {
         0x1FA80...0x1FA88, 0x1FA90...0x1FABD, 0x1FABF...0x1FAC5, 0x1FACE...0x1FADB, 0x1FAE0...0x1FAE8,
         0x1FAF0...0x1FAF8, 0x20000...0x2FFFD, 0x30000...0x3FFFD,
     ]
-
-    /// `text` padded with spaces to `cells` cells (on the right, or on the left).
-    static func pad(_ text: String, to cells: Int, right: Bool = false) -> String {
-        let fill = String(repeating: " ", count: max(0, cells - of(text)))
-        return right ? fill + text : text + fill
-    }
 }
