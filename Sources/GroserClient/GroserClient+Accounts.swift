@@ -34,22 +34,28 @@ extension GroserClient {
 
     // MARK: Async
 
-    public func register(email: String, password: String, name: String, timeout: Double? = nil) async throws -> Account {
-        try await offload { () throws(GroserError) in try self.register(email: email, password: password, name: name, timeout: timeout) }
-    }
-
-    public func login(email: String, password: String, guestSession: String = "", idempotencyKey: String = "",
-                      timeout: Double? = nil) async throws -> LoginResult {
-        try await offload { () throws(GroserError) in
-            try self.login(email: email, password: password, guestSession: guestSession, idempotencyKey: idempotencyKey, timeout: timeout)
+    /// Creates an account (it does not log in).
+    public func register(email: String, password: String, name: String,
+                         timeout: Duration? = nil) async throws(GroserError) -> Account {
+        try await answer(.register(Registration(email: email, password: password, name: name)), timeout, "Register") {
+            if case .register(let v) = $0 { v } else { nil }
         }
     }
 
-    public func logout(session: String, timeout: Double? = nil) async throws {
-        try await offload { () throws(GroserError) in try self.logout(session: session, timeout: timeout) }
+    /// Logs in, merging `guestSession`'s carts into the account's.
+    public func login(email: String, password: String, guestSession: String = "", idempotencyKey: String = "",
+                      timeout: Duration? = nil) async throws(GroserError) -> LoginResult {
+        let details = LoginDetails(email: email, password: password, guestSession: guestSession, idempotencyKey: idempotencyKey)
+        return try await answer(.login(details), timeout, "Login") { if case .login(let v) = $0 { v } else { nil } }
     }
 
-    public func whoAmI(session: String, timeout: Double? = nil) async throws -> Identity {
-        try await offload { () throws(GroserError) in try self.whoAmI(session: session, timeout: timeout) }
+    /// Revokes a logged-in session at once.
+    public func logout(session: String, timeout: Duration? = nil) async throws(GroserError) {
+        try await answer(.logout(session: session), timeout, "Logout") { if case .logout = $0 { () } else { nil } }
+    }
+
+    /// The session's account (nil for an anonymous session).
+    public func whoAmI(session: String, timeout: Duration? = nil) async throws(GroserError) -> Identity {
+        try await answer(.whoAmI(session: session), timeout, "WhoAmI") { if case .whoAmI(let v) = $0 { v } else { nil } }
     }
 }

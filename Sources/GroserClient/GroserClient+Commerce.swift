@@ -64,26 +64,54 @@ extension GroserClient {
 
     // MARK: Async
 
-    public func openSession(timeout: Double? = nil) async throws -> String {
-        try await offload { () throws(GroserError) in try self.openSession(timeout: timeout) }
+    /// Opens an anonymous customer session; keep the token secret.
+    public func openSession(timeout: Duration? = nil) async throws(GroserError) -> String {
+        try await answer(.openSession, timeout, "OpenSession") { if case .openSession(let v) = $0 { v } else { nil } }
     }
 
-    public func cart(session: String, storeUID: String, timeout: Double? = nil) async throws -> Cart {
-        try await offload { () throws(GroserError) in try self.cart(session: session, storeUID: storeUID, timeout: timeout) }
+    /// The session's cart at a store (empty, version 0, when there is none).
+    public func cart(session: String, storeUID: String, timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.getCart(session: session, storeUID: storeUID), "GetCart", timeout)
     }
 
+    /// Adds `quantity` of a product to its line (a new line if there is none).
     public func addItem(_ cart: CartMutation, productUID: String, quantity: UInt32 = 1,
-                        timeout: Double? = nil) async throws -> Cart {
-        try await offload { () throws(GroserError) in
-            try self.addItem(cart, productUID: productUID, quantity: quantity, timeout: timeout)
-        }
+                        timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.addItem(cart, productUID: productUID, quantity: quantity), "AddItem", timeout)
     }
 
-    public func checkout(_ details: CheckoutDetails, timeout: Double? = nil) async throws -> Order {
-        try await offload { () throws(GroserError) in try self.checkout(details, timeout: timeout) }
+    /// Sets a line's quantity; 0 removes it.
+    public func setQuantity(_ cart: CartMutation, productUID: String, quantity: UInt32,
+                            timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.setQuantity(cart, productUID: productUID, quantity: quantity), "SetQuantity", timeout)
     }
 
-    public func orders(session: String, timeout: Double? = nil) async throws -> [Order] {
-        try await offload { () throws(GroserError) in try self.orders(session: session, timeout: timeout) }
+    /// Removes a product's line.
+    public func removeItem(_ cart: CartMutation, productUID: String, timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.removeItem(cart, productUID: productUID), "RemoveItem", timeout)
+    }
+
+    /// Empties the cart.
+    public func clearCart(_ cart: CartMutation, timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.clearCart(cart), "ClearCart", timeout)
+    }
+
+    /// Places an order for the cart at the version the customer confirmed.
+    public func checkout(_ details: CheckoutDetails, timeout: Duration? = nil) async throws(GroserError) -> Order {
+        try await answer(.checkout(details), timeout, "Checkout") { if case .checkout(let v) = $0 { v } else { nil } }
+    }
+
+    /// The session's orders, newest first.
+    public func orders(session: String, timeout: Duration? = nil) async throws(GroserError) -> [Order] {
+        try await answer(.listOrders(session: session), timeout, "ListOrders") { if case .listOrders(let v) = $0 { v } else { nil } }
+    }
+
+    /// Operators only: changes a product's price and/or stock.
+    public func setProduct(_ update: ProductUpdate, timeout: Duration? = nil) async throws(GroserError) -> ProductUpdateResult {
+        try await answer(.setProduct(update), timeout, "SetProduct") { if case .setProduct(let v) = $0 { v } else { nil } }
+    }
+
+    private func cartCall(_ method: RequestMethod, _ name: String, _ timeout: Duration?) async throws(GroserError) -> Cart {
+        try await answer(method, timeout, name) { if case .cart(let v) = $0 { v } else { nil } }
     }
 }

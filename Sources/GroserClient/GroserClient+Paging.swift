@@ -10,8 +10,8 @@ extension GroserClient {
     }
 
     /// One page of a store's (or one shelf's) products.
-    public func productPage(_ request: ProductPageRequest, timeout: Double? = nil) async throws -> ProductPage {
-        try await offload { () throws(GroserError) in try self.productPage(request, timeout: timeout) }
+    public func productPage(_ request: ProductPageRequest, timeout: Duration? = nil) async throws(GroserError) -> ProductPage {
+        try await answer(.listProducts(request), timeout, "ListProducts") { if case .listProducts(let v) = $0 { v } else { nil } }
     }
 
     /// Every product of the store (or of one of its shelves), in the store's
@@ -25,7 +25,7 @@ extension GroserClient {
 
     /// The same as an `AsyncSequence`: `for try await p in client.productSequence(store:)`.
     public func productSequence(store storeUID: String, shelf shelfUID: String = "", pageSize: UInt32 = 1000,
-                                timeout: Double? = nil) -> ProductSequence {
+                                timeout: Duration? = nil) -> ProductSequence {
         ProductSequence(client: self, request: ProductPageRequest(storeUID: storeUID, shelfUID: shelfUID, pageSize: pageSize),
                         timeout: timeout)
     }
@@ -52,8 +52,28 @@ extension GroserClient {
     }
 
     /// `storeWithProducts`, for async callers.
-    public func storeWithProducts(_ selector: StoreSelector, timeout: Double? = nil) async throws -> StoreCatalog {
-        try await offload { () throws(GroserError) in try self.storeWithProducts(selector, timeout: timeout) }
+    public func storeWithProducts(_ selector: StoreSelector, timeout: Duration? = nil) async throws(GroserError) -> StoreCatalog {
+        do {
+            return try await store(selector, includeProducts: true, timeout: timeout)
+        } catch .server(let status) where status.code == .resourceExhausted {
+            var catalog = try await store(selector, includeProducts: false, timeout: timeout)
+            var byShelf: [String: [Product]] = [:]
+            var request = ProductPageRequest(storeUID: catalog.store.uid, shelfUID: "", pageSize: 1000)
+            var lastVersion: UInt64?
+            repeat {
+                let page = try await productPage(request, timeout: timeout)
+                for p in page.products { byShelf[p.shelfUID, default: []].append(p) }
+                lastVersion = page.storeVersion
+                request.pageToken = page.nextPageToken
+            } while !request.pageToken.isEmpty
+            for d in catalog.store.departments.indices {
+                for h in catalog.store.departments[d].shelves.indices {
+                    catalog.store.departments[d].shelves[h].products = byShelf[catalog.store.departments[d].shelves[h].uid] ?? []
+                }
+            }
+            if let lastVersion { catalog.storeVersion = max(catalog.storeVersion, lastVersion) }
+            return catalog
+        }
     }
 }
 
@@ -98,7 +118,7 @@ public struct ProductSequence: AsyncSequence, Sendable {
     public typealias Element = Product
     let client: GroserClient
     let request: ProductPageRequest
-    let timeout: Double?
+    let timeout: Duration?
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(client: client, request: request, timeout: timeout)
@@ -107,15 +127,15 @@ public struct ProductSequence: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let client: GroserClient
         var request: ProductPageRequest
-        let timeout: Double?
+        let timeout: Duration?
         var buffer: [Product] = []
         var index = 0
         var done = false
 
-        public mutating func next() async throws -> Product? {
+        public mutating func next() async throws(GroserError) -> Product? {
             while index == buffer.count {
                 if done { return nil }
-                try Task.checkCancellation()
+                if Task.isCancelled { throw .cancelled }
                 let page = try await client.productPage(request, timeout: timeout)
                 buffer = page.products
                 index = 0

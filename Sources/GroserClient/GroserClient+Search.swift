@@ -20,7 +20,7 @@ extension GroserClient {
     }
 
     /// One page of a search.
-    public func search(_ request: SearchRequest, timeout: Double? = nil) async throws -> SearchResults {
-        try await offload { () throws(GroserError) in try self.search(request, timeout: timeout) }
+    public func search(_ request: SearchRequest, timeout: Duration? = nil) async throws(GroserError) -> SearchResults {
+        try await answer(.searchProducts(request), timeout, "SearchProducts") { if case .searchProducts(let v) = $0 { v } else { nil } }
     }
 }

@@ -151,7 +151,8 @@ extension GroserClient {
         return s
     }
 
-    public func stats(timeout: Double? = nil) async throws -> ServerStats {
-        try await offload { () throws(GroserError) in try self.stats(timeout: timeout) }
+    /// The daemon's counters, latencies and sizes (PROTOCOL.md §7C).
+    public func stats(timeout: Duration? = nil) async throws(GroserError) -> ServerStats {
+        try await answer(.stats, timeout, "Stats") { if case .stats(let v) = $0 { v } else { nil } }
     }
 }

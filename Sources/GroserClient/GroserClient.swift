@@ -2,12 +2,22 @@
 import Dispatch
 import GroserSystem
 
-/// A connection to groserd. Safe to share between threads and tasks: calls
-/// are serialised on one connection, which is opened on first use and
-/// reopened after a failure. A call that fails on a connection kept from an
-/// earlier call (a daemon restart closes it) is sent once more on a new one,
-/// when sending it twice cannot change anything twice: reads, and mutations
-/// that carry an idempotency key.
+/// A client of groserd. Safe to share between threads and tasks.
+///
+/// Async calls (`try await client.listCities()`) are pipelined: many calls
+/// are in flight at once on at most `maxConnections` connections, each
+/// read by one thread of its own, and answers are matched to calls by id
+/// in whatever order they come. No thread waits per call; a cancelled task
+/// stops waiting at once (`GroserError.cancelled`); timeouts are `Duration`s.
+///
+/// Blocking calls (`try client.listCities()`, for code outside Swift
+/// concurrency) are serialised on one connection of their own.
+///
+/// Connections are opened on first use and reopened after a failure. A
+/// call that fails on a connection kept from an earlier call (a daemon
+/// restart closes it) is sent once more on a new one, when sending it twice
+/// cannot change anything twice: reads, and mutations that carry an
+/// idempotency key.
 public final class GroserClient: Sendable {
     /// The socket this client talks to.
     public var socketPath: String { location.path }
@@ -15,6 +25,10 @@ public final class GroserClient: Sendable {
     public let location: SocketLocation
     /// The timeout of calls that do not give their own, in seconds.
     public let defaultTimeout: Double
+    /// At most this many connections carry the async calls.
+    public let maxConnections: Int
+    /// The async calls' connections.
+    private let pool = Locked<[PipelinedConnection]>([])
 
     private struct State {
         var socket: Socket?
@@ -32,9 +46,15 @@ public final class GroserClient: Sendable {
     /// - Parameters:
     ///   - location: the socket; see `SocketLocation.fromEnvironment()`.
     ///   - timeout: seconds a call may take unless it says otherwise.
-    public init(location: SocketLocation, timeout: Double = 10) {
+    ///   - maxConnections: how many connections async calls may spread over.
+    public init(location: SocketLocation, timeout: Double = 10, maxConnections: Int = 2) {
         self.location = location
         self.defaultTimeout = timeout
+        self.maxConnections = max(1, maxConnections)
+    }
+
+    deinit {
+        for c in pool.withLock({ $0 }) { c.close() }
     }
 
     /// A client of groserd's default socket: `$GROSER_SOCKET` (used as
@@ -44,17 +64,18 @@ public final class GroserClient: Sendable {
     }
 
     /// A client of the socket at `socketPath`, used as given.
-    public convenience init(socketPath: String, timeout: Double = 10) {
-        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout)
+    public convenience init(socketPath: String, timeout: Double = 10, maxConnections: Int = 2) {
+        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout, maxConnections: maxConnections)
     }
 
     /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
     /// `/tmp/groser-<uid>/groserd.sock`: the same place groserd listens by default.
     public static func defaultSocketPath() -> String { SocketLocation.fromEnvironment().path }
 
-    /// Closes the connection; the next call opens a new one.
+    /// Closes the connections (calls in flight fail); the next call opens a new one.
     public func close() {
         state.withLock { reset(&$0) }
+        for c in pool.withLock({ p in defer { p = [] }; return p }) { c.close() }
     }
 
     // MARK: Blocking calls
@@ -96,36 +117,72 @@ public final class GroserClient: Sendable {
 
     // MARK: Async calls (Swift concurrency)
 
+    /// Sends one request and waits for its response body, pipelined with
+    /// the client's other async calls.
+    public func call(_ method: RequestMethod, timeout: Duration? = nil) async throws(GroserError) -> ResponseBody {
+        let seconds = timeout.map(Self.seconds) ?? defaultTimeout
+        var (connection, reused) = try pooledConnection()
+        var result = await connection.call(method, seconds: seconds)
+        if case .failure(.transport) = result, reused, method.isSafeToRetry {
+            // The connection may have been closed by a daemon restart since
+            // it last answered: once more on a new one.
+            (connection, reused) = try pooledConnection()
+            result = await connection.call(method, seconds: seconds)
+        }
+        let response = try result.get()
+        guard response.status.isOK else { throw .server(response.status) }
+        return response.body
+    }
+
+    /// The answer of `method`, taken out of its body by `extract`.
+    func answer<T>(_ method: RequestMethod, _ timeout: Duration?, _ name: String,
+                   _ extract: (ResponseBody) -> T?) async throws(GroserError) -> T {
+        guard let value = extract(try await call(method, timeout: timeout)) else { throw Self.mismatch(name) }
+        return value
+    }
+
     /// The server's version, uptime, catalog version and methods.
-    public func serverInfo(timeout: Double? = nil) async throws -> ServerInfo {
-        try await offload { () throws(GroserError) in try self.serverInfo(timeout: timeout) }
+    public func serverInfo(timeout: Duration? = nil) async throws(GroserError) -> ServerInfo {
+        try await answer(.serverInfo, timeout, "ServerInfo") { if case .serverInfo(let v) = $0 { v } else { nil } }
     }
 
     /// Every city with its stores and default store, ordered by code.
-    public func listCities(timeout: Double? = nil) async throws -> CityList {
-        try await offload { () throws(GroserError) in try self.listCities(timeout: timeout) }
+    public func listCities(timeout: Duration? = nil) async throws(GroserError) -> CityList {
+        try await answer(.listCities, timeout, "ListCities") { if case .listCities(let v) = $0 { v } else { nil } }
     }
 
     /// A store's catalog; a city selects its default store.
     public func store(_ selector: StoreSelector, includeProducts: Bool = false,
-                      timeout: Double? = nil) async throws -> StoreCatalog {
-        try await offload { () throws(GroserError) in
-            try self.store(selector, includeProducts: includeProducts, timeout: timeout)
+                      timeout: Duration? = nil) async throws(GroserError) -> StoreCatalog {
+        try await answer(.getStore(selector: selector, includeProducts: includeProducts), timeout, "GetStore") {
+            if case .getStore(let v) = $0 { v } else { nil }
         }
     }
 
     /// One shelf with its products sorted by name.
-    public func shelf(_ uid: String, timeout: Double? = nil) async throws -> ShelfContents {
-        try await offload { () throws(GroserError) in try self.shelf(uid, timeout: timeout) }
+    public func shelf(_ uid: String, timeout: Duration? = nil) async throws(GroserError) -> ShelfContents {
+        try await answer(.getShelf(shelfUID: uid), timeout, "GetShelf") { if case .getShelf(let v) = $0 { v } else { nil } }
     }
 
-    /// Runs a blocking call on a Dispatch thread, so no thread of the
-    /// cooperative pool ever waits on the socket.
-    func offload<T: Sendable>(_ body: @escaping @Sendable () throws(GroserError) -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result(catching: body))
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// A connection for an async call, and whether it answered calls
+    /// before this one: an idle one first, else a new one while there are
+    /// fewer than `maxConnections`, else the least busy.
+    private func pooledConnection() throws(GroserError) -> (PipelinedConnection, reused: Bool) {
+        try pool.withLock { (p) throws(GroserError) -> (PipelinedConnection, reused: Bool) in
+            p.removeAll { !$0.isOpen }
+            let loads = p.map(\.inFlight)
+            if let idle = loads.firstIndex(of: 0) { return (p[idle], p[idle].hasAnswered) }
+            if p.count < maxConnections {
+                let c = try PipelinedConnection(socket: openSocket())
+                p.append(c)
+                return (c, false)
             }
+            let least = loads.indices.min { loads[$0] < loads[$1] }!
+            return (p[least], p[least].hasAnswered)
         }
     }
 
@@ -239,12 +296,22 @@ public final class GroserClient: Sendable {
     }
 
     private func remaining(_ deadline: UInt64, _ seconds: Double) throws(GroserError) -> Int32 {
+        try Self.remaining(deadline, seconds)
+    }
+
+    private static func remaining(_ deadline: UInt64, _ seconds: Double) throws(GroserError) -> Int32 {
         let now = monotonicNanoseconds()
         guard now < deadline else { throw .timedOut(seconds: seconds) }
         return Int32(clamping: (deadline - now) / 1_000_000 + 1)
     }
 
     func send(_ frame: [UInt8], on socket: Socket, seconds: Double, deadline: UInt64) throws(GroserError) {
+        try Self.sendFrame(frame, on: socket, seconds: seconds, deadline: deadline)
+    }
+
+    /// Writes all of `frame` to a non-blocking socket, waiting while it is
+    /// full, until `deadline`.
+    static func sendFrame(_ frame: [UInt8], on socket: Socket, seconds: Double, deadline: UInt64) throws(GroserError) {
         var offset = 0
         while offset < frame.count {
             let result = frame.withUnsafeBytes { raw in

@@ -15,6 +15,9 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
     case timedOut(seconds: Double)
     /// The server answered with a non-OK status.
     case server(Status)
+    /// The calling task was cancelled before the answer came (the request
+    /// may still have been applied: resend a mutation with its idempotency key).
+    case cancelled
 
     /// The server's status, when the server answered.
     public var status: Status? {
@@ -31,6 +34,7 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
         case .transport(let what): "connection failed: \(what)"
         case .timedOut(let seconds): "no answer within \(Self.format(seconds)) s"
         case .server(let status): "\(status.code): \(status.message)"
+        case .cancelled: "cancelled before the answer came"
         }
     }
 
