@@ -7,7 +7,7 @@ import GroserSystem
 public enum ClientCommand {
     public static let rootHelp: String = {
         var text = """
-        usage: groser-client [--socket PATH] [--timeout SECONDS] [--json] COMMAND [ARGS]
+        usage: groser-client [--socket PATH] [--timeout SECONDS] [--json [--emit-defaults]] COMMAND [ARGS]
 
         Talks to groserd, the groser grocery catalog daemon.
 
@@ -25,7 +25,7 @@ public enum ClientCommand {
           --timeout SECONDS    give up on a call after this long (default: 10)
           --json               print Protobuf's canonical JSON mapping of the answer; errors groserd
                                answers with as {"code": "NOT_FOUND", "message": ...} on stdout
-          --emit-defaults      with --json, also print fields that hold their default
+          --emit-defaults      with --json (and in call), also print fields that hold their default
           -h, --help           show help; COMMAND --help shows a command's
 
         exit codes: 0 ok, 1 cannot connect or transport failure, 2 usage error,

@@ -9,7 +9,7 @@ import GroserSystem
 extension Commands {
     static let list = Subcommand(
         name: "list", usage: "list",
-        abstract: "Lists every method groser-client knows, with its request and response messages, one a line.",
+        abstract: "Lists every method with its request and response messages, one a line.",
         validate: { (parsed, help) throws(UsageError) in
             try noArguments(parsed, help)
             return { ctx in
@@ -38,8 +38,10 @@ extension Commands {
     static let describe = Subcommand(
         name: "describe", usage: "describe METHOD|MESSAGE",
         abstract: """
-        Describes a method (its request, its response, who may call it) or a message (its fields: type,
-        name, number, repeated, oneof, and the JSON name call -d takes), from the descriptors compiled in.
+        Describes a method or a message, from the descriptors compiled in.
+        A method: its request and response messages, who may call it, whether a resend is safe, and its
+        request's fields. A message: each field's type, name, number, repeated or oneof, and the JSON
+        name call -d takes.
         """,
         positionals: [("METHOD|MESSAGE", "a method as list names it (GetStore), or a message (GetStoreRequest, groser.v1.City)")],
         validate: { (parsed, help) throws(UsageError) in
@@ -64,11 +66,12 @@ extension Commands {
     static let call = Subcommand(
         name: "call", usage: "call METHOD [-d JSON | -d @FILE | -d -] [--count N]",
         abstract: """
-        Sends any method's request, written as Protobuf's JSON mapping of its request message (describe
-        shows the fields; lowerCamelCase or .proto names, 64-bit integers as strings or numbers, enums by
-        name or number), and prints the answer's body as JSON. A refusal prints {"code": ..., "message": ...}
-        on stdout and exits 64 + code. A streaming method (Watch) prints each frame as one JSON line until
-        the stream ends, --count frames came, or Ctrl-C. Sessions are not opened or saved for you: pass them.
+        Sends any method's request, written as JSON, and prints the answer's body as JSON.
+        The request is Protobuf's JSON mapping of the method's request message (describe shows the fields;
+        lowerCamelCase or .proto names, 64-bit integers as strings or numbers, enums by name or number).
+        A refusal prints {"code": ..., "message": ...} on stdout and exits 64 + code. A streaming method
+        (Watch) prints each frame as one JSON line until the stream ends, --count frames came, or Ctrl-C.
+        Sessions are not opened or saved for you: pass them.
         """,
         options: [
             OptionSpec(name: "-d", valueName: "JSON", help: "the request: JSON text, @FILE to read it from a file, - from standard input (default: {})"),
