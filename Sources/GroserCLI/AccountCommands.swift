@@ -25,7 +25,7 @@ extension Commands {
             return { ctx in
                 let password = try readPassword(fromStdin: fromStdin, confirm: true)
                 let account = try ctx.client().register(email: email, password: password, name: name)
-                ctx.print(json: JSON.object([("account", ProtoJSON.account(account))]),
+                ctx.print(.register(account),
                           human: "Registered \(account.name) <\(account.email)>; log in with: groser-client login --email \(account.email)\n")
             }
         })
@@ -52,7 +52,7 @@ extension Commands {
                 let guest = ctx.savedSession(settings, client) ?? ""
                 let result = try client.login(email: email, password: password, guestSession: guest, idempotencyKey: newKey())
                 try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = result.session }
-                ctx.print(json: ProtoJSON.login(result), human: HumanOutput.login(result))
+                ctx.print(.login(result), human: HumanOutput.login(result))
             }
         })
 
@@ -69,7 +69,7 @@ extension Commands {
                 }
                 try client.logout(session: session)
                 try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = nil }
-                ctx.print(json: JSON.object([]), human: "Logged out.\n")
+                ctx.print(.logout, human: "Logged out.\n")
             }
         })
 
@@ -82,14 +82,11 @@ extension Commands {
                 let client = ctx.client()
                 let settings = try ClientSettings.load(from: ctx.settingsPath)
                 guard let session = ctx.savedSession(settings, client) else {
-                    ctx.print(json: JSON.object([]), human: "Not logged in (no session saved for this groserd).\n")
+                    ctx.print(.whoAmI(Identity(account: nil, sessionCreatedAtUnix: 0)), human: "Not logged in (no session saved for this groserd).\n")
                     return
                 }
                 let identity = try client.whoAmI(session: session)
-                var fields: [(String, JSON)] = []
-                if let a = identity.account { fields.append(("account", ProtoJSON.account(a))) }
-                fields.append(("sessionCreatedAtUnix", JSON.int64(identity.sessionCreatedAtUnix)))
-                ctx.print(json: JSON.object(fields),
+                ctx.print(.whoAmI(identity),
                           human: identity.account.map { "\($0.name) <\($0.email)>\n" } ?? "Not logged in (an anonymous session).\n")
             }
         })
@@ -113,34 +110,6 @@ extension Commands {
             guard again == first else { throw UsageError("the two passwords differ") }
         }
         return first
-    }
-}
-
-extension ProtoJSON {
-    static func account(_ a: Account) -> JSON {
-        var f: [(String, JSON)] = [("email", .string(a.email))]
-        if !a.name.isEmpty { f.append(("name", .string(a.name))) }
-        if a.createdAtUnix != 0 { f.append(("createdAtUnix", JSON.int64(a.createdAtUnix))) }
-        return .object(f)
-    }
-
-    static func login(_ r: LoginResult) -> JSON {
-        .object([
-            ("session", .string(r.session)),
-            ("account", account(r.account)),
-            ("merged", .array(r.merged.map { m in
-                .object([("storeUid", .string(m.storeUID)), ("lines", .array(m.lines.map { l in
-                    var f: [(String, JSON)] = [("productUid", .string(l.productUID)), ("guestQuantity", JSON.uint32(l.guestQuantity)),
-                                               ("quantity", JSON.uint32(l.quantity))]
-                    if l.summed { f.append(("summed", .bool(true))) }
-                    if l.droppedUnits > 0 { f.append(("droppedUnits", JSON.uint32(l.droppedUnits))) }
-                    if l.notAdded { f.append(("notAdded", .bool(true))) }
-                    return .object(f)
-                })), ("version", JSON.uint64(m.version))])
-            })),
-            ("quantityMaximum", JSON.uint32(r.quantityMaximum)),
-            ("cartLineMaximum", JSON.uint32(r.cartLineMaximum)),
-        ])
     }
 }
 

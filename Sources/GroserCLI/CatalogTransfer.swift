@@ -75,9 +75,7 @@ enum CatalogTransfer {
             progress.update(Int(result.records))
             if commit {
                 progress.finish()
-                ctx.print(json: JSON.object([("importId", .uint64(result.importID)), ("records", .uint64(result.records)),
-                                             ("stores", .uint32(result.stores)), ("products", .uint32(result.products)),
-                                             ("removed", .uint32(result.removed)), ("catalogVersion", .uint64(result.catalogVersion))]),
+                ctx.print(.importCatalog(result),
                           human: "Imported \(result.records) records: \(result.products) products in \(result.stores) stores\(replace ? ", \(result.removed) removed" : "") · catalog version \(result.catalogVersion)\n")
             }
         }

@@ -7,7 +7,7 @@ import GroserSystem
 public enum ClientCommand {
     public static let rootHelp: String = {
         var text = """
-        usage: groser-client [--socket PATH] [--timeout SECONDS] [--json] COMMAND [ARGS]
+        usage: groser-client [--socket PATH] [--timeout SECONDS] [--json [--emit-defaults]] COMMAND [ARGS]
 
         Talks to groserd, the groser grocery catalog daemon.
 
@@ -23,7 +23,9 @@ public enum ClientCommand {
         global options:
           --socket PATH        groserd's socket (default: $GROSER_SOCKET, else the per-user default)
           --timeout SECONDS    give up on a call after this long (default: 10)
-          --json               print Protobuf's JSON mapping of the answer
+          --json               print Protobuf's canonical JSON mapping of the answer; errors groserd
+                               answers with as {"code": "NOT_FOUND", "message": ...} on stdout
+          --emit-defaults      with --json (and in call), also print fields that hold their default
           -h, --help           show help; COMMAND --help shows a command's
 
         exit codes: 0 ok, 1 cannot connect or transport failure, 2 usage error,
@@ -72,7 +74,9 @@ public enum ClientCommand {
                 out(help)
                 return 0
             }
-            context = Context(options: try GlobalOptions(parsed, help: help), settingsPath: settingsPath, out: out)
+            var options = try GlobalOptions(parsed, help: help)
+            if command.alwaysJSON { options.json = true }
+            context = Context(options: options, settingsPath: settingsPath, out: out)
             action = try command.validate(parsed, help)
         } catch {
             err("groser-client \(name): \(error.message)\n")
@@ -87,6 +91,9 @@ public enum ClientCommand {
             return 2
         } catch let refused as CatalogFileRefused {
             for line in refused.lines { err("groser-client \(name): \(Terminal.safe(line))\n") }
+            if context.options.json {
+                out(ProtoJSON.json(Status(.invalidArgument, refused.lines.joined(separator: "\n"))).rendered() + "\n")
+            }
             return 64 + StatusCode.invalidArgument.rawValue
         } catch is Cancelled {
             err("groser-client \(name): cancelled; nothing was changed\n")
@@ -94,6 +101,9 @@ public enum ClientCommand {
         } catch GroserError.server(let status) {
             // The message is the server's: escaped, and kept to one line.
             err("groser-client \(name): \(status.code): \(Terminal.safe(status.message))\n")
+            // Under --json the status is also the answer on stdout, so a
+            // script reading stdout sees why there is no body.
+            if context.options.json { out(ProtoJSON.json(status).rendered() + "\n") }
             return 64 + status.code.rawValue
         } catch {
             // Settings errors quote the file; others may quote the server.

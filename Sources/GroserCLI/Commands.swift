@@ -8,11 +8,14 @@ struct GlobalOptions {
     var socketPath: String?
     var timeout = 10.0
     var json = false
+    /// With --json, also the fields that hold their default.
+    var emitDefaults = false
 
     static let specs = [
         OptionSpec(name: "--socket", valueName: "PATH", help: "groserd's socket (default: $GROSER_SOCKET, else the per-user default)"),
         OptionSpec(name: "--timeout", valueName: "SECONDS", help: "give up on a call after this long (default: 10)"),
-        OptionSpec(name: "--json", valueName: nil, help: "print Protobuf's JSON mapping of the answer"),
+        OptionSpec(name: "--json", valueName: nil, help: "print Protobuf's canonical JSON mapping of the answer"),
+        OptionSpec(name: "--emit-defaults", valueName: nil, help: "with --json (and in call), also print fields that hold their default"),
         OptionSpec(name: "--help", valueName: nil, help: "show help"),
     ]
 
@@ -25,6 +28,7 @@ struct GlobalOptions {
             timeout = v
         }
         json = parsed.flags.contains("--json")
+        emitDefaults = parsed.flags.contains("--emit-defaults")
     }
 }
 
@@ -55,10 +59,18 @@ struct Context {
         return .cityCode(code)
     }
 
-    /// Writes an answer: Protobuf's JSON mapping with --json, else text for
-    /// people (whose server strings `TerminalText` has escaped).
-    func print(json: @autoclosure () -> JSON, human: @autoclosure () -> TerminalText) {
-        out(options.json ? json().rendered() + "\n" : human().text)
+    /// Writes an answer: with --json, Protobuf's canonical JSON mapping of
+    /// the response body the answer came in (read back through the
+    /// descriptors compiled in), else text for people (whose server strings
+    /// `TerminalText` has escaped).
+    func print(_ body: @autoclosure () -> ResponseBody, human: @autoclosure () -> TerminalText) {
+        out(options.json ? ProtoJSON.json(body(), emitDefaults: options.emitDefaults).rendered() + "\n" : human().text)
+    }
+
+    /// The same for an answer that is one message of the protocol but no
+    /// method's whole response body.
+    func print(message: @autoclosure () throws -> ProtoMessage, human: @autoclosure () -> TerminalText) rethrows {
+        out(options.json ? ProtoJSON.json(try message(), emitDefaults: options.emitDefaults).rendered() + "\n" : human().text)
     }
 }
 
@@ -69,6 +81,8 @@ struct Subcommand: Sendable {
     var abstract: String
     var options: [OptionSpec] = []
     var positionals: [(String, String)] = []
+    /// Prints JSON whether or not --json is given (`call`): errors too.
+    var alwaysJSON = false
     /// Checks the parsed words and returns the action, before anything runs.
     var validate: @Sendable (ParsedArguments, String) throws(UsageError) -> (Context) throws -> Void
 
@@ -90,7 +104,7 @@ struct Subcommand: Sendable {
 
 enum Commands {
     static let all: [Subcommand] = [cities, getStore, shelf, search, setCity, info, watch, stats, cart, checkout, orders, register, login, logout,
-                                    whoami, admin]
+                                    whoami, admin, list, describe, call]
 
     static let cities = Subcommand(
         name: "cities", usage: "cities [--json]",
@@ -99,7 +113,7 @@ enum Commands {
             try noPositionals(parsed, help)
             return { (ctx) throws in
                 let list = try ctx.client().listCities()
-                ctx.print(json: ProtoJSON.cityList(list), human: HumanOutput.cities(list))
+                ctx.print(.listCities(list), human: HumanOutput.cities(list))
             }
         })
 
@@ -124,7 +138,7 @@ enum Commands {
             return { (ctx) throws in
                 let selector = try ctx.storeSelector(city: city, store: store)
                 let v = products ? try ctx.client().storeWithProducts(selector) : try ctx.client().store(selector)
-                ctx.print(json: ProtoJSON.storeCatalog(v), human: HumanOutput.store(v, includeProducts: products))
+                ctx.print(.getStore(v), human: HumanOutput.store(v, includeProducts: products))
             }
         })
 
@@ -138,7 +152,7 @@ enum Commands {
             }
             return { (ctx) throws in
                 let v = try ctx.client().shelf(uid)
-                ctx.print(json: ProtoJSON.shelfContents(v), human: HumanOutput.shelf(v))
+                ctx.print(.getShelf(v), human: HumanOutput.shelf(v))
             }
         })
 
@@ -157,8 +171,9 @@ enum Commands {
                     throw GroserError.server(Status(.notFound, "No city has the code \"\(code)\"; the cities are \(codes)."))
                 }
                 try ClientSettings.update(at: ctx.settingsPath) { $0.cityCode = city.code }
-                ctx.print(json: JSON.object([("cityCode", .string(city.code)), ("cityName", .string(city.name)),
-                                             ("settingsPath", .string(ctx.settingsPath))]),
+                // The City message as groserd gave it; where it was saved is
+                // no field of it, so only the text says.
+                try ctx.print(message: try ProtoMessage.decode(BodyEncoder.city(city), as: "groser.v1.City"),
                           human: "City set to \(city.name) (\(city.code)); saved in \(ctx.settingsPath)\n")
             }
         })
@@ -171,7 +186,7 @@ enum Commands {
             return { (ctx) throws in
                 let client = ctx.client()
                 let v = try client.serverInfo()
-                ctx.print(json: ProtoJSON.serverInfo(v), human: HumanOutput.info(v, socket: client.socketPath))
+                ctx.print(.serverInfo(v), human: HumanOutput.info(v, socket: client.socketPath))
             }
         })
 

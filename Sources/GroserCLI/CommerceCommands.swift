@@ -131,7 +131,7 @@ extension Commands {
                         session: session, storeUID: storeUID, expectedVersion: cart.version, deliveryAddress: address,
                         card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
                         idempotencyKey: newKey()))
-                    ctx.print(json: JSON.object([("order", ProtoJSON.order(order))]),
+                    ctx.print(.checkout(order),
                               human: "Order \(order.number) placed.\n\(HumanOutput.order(order))")
                 }
             }
@@ -146,11 +146,11 @@ extension Commands {
                 let client = ctx.client()
                 let settings = try ClientSettings.load(from: ctx.settingsPath)
                 guard let session = ctx.savedSession(settings, client) else {
-                    ctx.print(json: JSON.object([("orders", .array([]))]), human: "No orders yet.\n")
+                    ctx.print(.listOrders([]), human: "No orders yet.\n")
                     return
                 }
                 let orders = try client.orders(session: session)
-                ctx.print(json: JSON.object([("orders", .array(orders.map(ProtoJSON.order)))]),
+                ctx.print(.listOrders(orders),
                           human: orders.isEmpty ? "No orders yet.\n"
                                                 : TerminalText.joined(orders.map(HumanOutput.order), separator: "\n"))
             }
@@ -207,8 +207,7 @@ extension Commands {
             guard price != nil || stock != nil else { throw UsageError("give --price, --stock or both", help: help) }
             return { ctx in
                 let r = try ctx.client().setProduct(ProductUpdate(productUID: product, priceMinorUnits: price, stock: stock))
-                ctx.print(json: JSON.object([("product", ProtoJSON.product(r.product)), ("stock", .uint32(r.stock)),
-                                             ("catalogVersion", .uint64(r.catalogVersion))]),
+                ctx.print(.setProduct(r),
                           human: "\(r.product.name): \(HumanOutput.price(r.product.price)), stock \(r.stock) · catalog version \(r.catalogVersion)\n")
             }
         })
@@ -292,6 +291,6 @@ func withCart(_ ctx: Context, _ choice: StoreChoice,
               _ body: @escaping (GroserClient, String, String) throws -> Cart) throws {
     try withSession(ctx, choice) { client, session, storeUID in
         let cart = try body(client, session, storeUID)
-        ctx.print(json: JSON.object([("cart", ProtoJSON.cart(cart))]), human: HumanOutput.cart(cart))
+        ctx.print(.cart(cart), human: HumanOutput.cart(cart))
     }
 }

@@ -34,7 +34,7 @@ extension Commands {
             return { (ctx) throws in
                 let selector = try ctx.storeSelector(city: city, store: store)
                 let v = try ctx.client().search(query, in: selector, pageSize: limit, inStockOnly: inStock, groupByShelf: byShelf)
-                ctx.print(json: ProtoJSON.searchResults(v),
+                ctx.print(.searchProducts(v),
                           human: HumanOutput.search(v, marking: HumanOutput.usesColour ? .bold : .brackets, byShelf: byShelf))
             }
         })
@@ -77,21 +77,5 @@ extension HumanOutput {
             out += "  " + line + " · \(p.uid)\n"
         }
         return out
-    }
-}
-
-extension ProtoJSON {
-    static func searchResults(_ v: SearchResults) -> JSON {
-        .object([
-            ("hits", .array(v.hits.map { h in
-                .object([("product", product(h.product)),
-                         ("highlights", .array(h.highlights.map { .object([("start", .uint32($0.start)), ("length", .uint32($0.length))]) })),
-                         ("matchedWords", .uint32(h.matchedWords)), ("shelfName", .string(h.shelfName)),
-                         ("departmentUid", .string(h.departmentUID)), ("departmentName", .string(h.departmentName))])
-            })),
-            ("totalEstimate", .uint32(v.totalEstimate)), ("nextPageToken", .string(v.nextPageToken)),
-            ("queryUsed", .string(v.queryUsed)), ("layoutSwitched", .bool(v.layoutSwitched)),
-            ("storeUid", .string(v.storeUID)), ("storeVersion", .uint64(v.storeVersion)),
-        ])
     }
 }

@@ -44,7 +44,7 @@ extension Commands {
                 var printed = 0
                 try ctx.client().watch(selector, sinceVersion: since) { event in
                     if ctx.options.json {
-                        ctx.out(ProtoJSON.watchEvent(event).compact() + "\n")
+                        ctx.out(ProtoJSON.json(.watch(event), emitDefaults: ctx.options.emitDefaults).compact() + "\n")
                     } else {
                         ctx.out(HumanOutput.watchEvent(event).text)
                     }
@@ -70,7 +70,7 @@ extension Commands {
                 if prometheus {
                     ctx.out(StatsOutput.prometheus(s))
                 } else {
-                    ctx.print(json: ProtoJSON.stats(s), human: StatsOutput.info(s))
+                    ctx.print(.stats(s), human: StatsOutput.info(s))
                 }
             }
         })
@@ -94,53 +94,6 @@ extension HumanOutput {
         TerminalText.joined(list.map { p in
             "\(p.uid) \(price(p.price))" + (p.outOfStock ? " out of stock" : "")
         }, separator: ", ")
-    }
-}
-
-extension ProtoJSON {
-    static func watchEvent(_ e: WatchEvent) -> JSON {
-        var fields: [(String, JSON)] = [("storeUid", .string(e.storeUID)), ("storeVersion", .uint64(e.storeVersion)),
-                                        ("previousVersion", .uint64(e.previousVersion))]
-        if e.reload { fields.append(("reload", .bool(true))) }
-        if !e.shelfUIDs.isEmpty { fields.append(("shelfUids", .array(e.shelfUIDs.map { .string($0) }))) }
-        if !e.products.isEmpty {
-            fields.append(("products", .array(e.products.map { p in
-                var f: [(String, JSON)] = [("uid", .string(p.uid)), ("shelfUid", .string(p.shelfUID)), ("price", money(p.price))]
-                if p.outOfStock { f.append(("outOfStock", .bool(true))) }
-                return .object(f)
-            })))
-        }
-        fields.append(("catalogVersion", .uint64(e.catalogVersion)))
-        if e.initial { fields.append(("initial", .bool(true))) }
-        return .object(fields)
-    }
-
-    static func latency(_ l: LatencySummary) -> JSON {
-        .object([("count", .uint64(l.count)), ("p50Us", .uint64(l.p50)), ("p90Us", .uint64(l.p90)), ("p99Us", .uint64(l.p99)),
-                 ("p999Us", .uint64(l.p999)), ("maxUs", .uint64(l.max)), ("sumUs", .uint64(l.sum))])
-    }
-
-    static func stats(_ s: ServerStats) -> JSON {
-        .object([
-            ("serverVersion", .string(s.serverVersion)), ("uptimeMs", .uint64(s.uptimeMilliseconds)),
-            ("connections", .uint64(s.connections)), ("connectionsAccepted", .uint64(s.connectionsAccepted)),
-            ("connectionsRefused", .uint64(s.connectionsRefused)), ("watchers", .uint64(s.watchers)),
-            ("watchFrames", .uint64(s.watchFrames)), ("watchCoalesced", .uint64(s.watchCoalesced)),
-            ("watchersCutOff", .uint64(s.watchersCutOff)),
-            ("methods", .array(s.methods.map { m in
-                .object([("method", .string(m.method)), ("requests", .uint64(m.requests)), ("errors", .uint64(m.errors)),
-                         ("latency", latency(m.latency))])
-            })),
-            ("errors", .array(s.errors.map { e in
-                .object([("code", .uint32(UInt32(bitPattern: e.code.rawValue))), ("count", .uint64(e.count)),
-                         ("name", .string(e.code.description))])
-            })),
-            ("catalogVersion", .uint64(s.catalogVersion)), ("catalogStores", .uint64(s.catalogStores)),
-            ("catalogProducts", .uint64(s.catalogProducts)), ("commitBatches", .uint64(s.commitBatches)),
-            ("fsync", latency(s.fsync)), ("residentBytes", .uint64(s.residentBytes)),
-            ("searchIndexBytes", .uint64(s.searchIndexBytes)),
-            ("slowReadersCutOff", .uint64(s.slowReadersCutOff)),
-        ])
     }
 }
 

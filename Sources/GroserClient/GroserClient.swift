@@ -193,20 +193,29 @@ public final class GroserClient: Sendable {
     }
 
     private func roundTrip(_ method: RequestMethod, timeout seconds: Double) throws(GroserError) -> Response {
+        try roundTrip(safeToRetry: method.isSafeToRetry, timeout: seconds) { id, budget in
+            Request(id: id, deadlineMilliseconds: budget, method: method).encoded()
+        }.response
+    }
+
+    /// Sends the request `encode` makes for an id and a deadline budget, and
+    /// waits for its answer: the response read, and its encoding as it came.
+    func roundTrip(safeToRetry: Bool, timeout seconds: Double,
+                   encode: (UInt64, UInt32) -> [UInt8]) throws(GroserError) -> (response: Response, bytes: [UInt8]) {
         let deadline = monotonicNanoseconds() + UInt64(max(0, seconds) * 1e9)
-        return try state.withLock { (s) throws(GroserError) -> Response in
+        return try state.withLock { (s) throws(GroserError) -> (response: Response, bytes: [UInt8]) in
             let reused = s.socket != nil
-            var result = Result { () throws(GroserError) -> Response in
-                try exchange(&s, method, seconds: seconds, deadline: deadline)
+            var result = Result { () throws(GroserError) -> (response: Response, bytes: [UInt8]) in
+                try exchange(&s, encode, seconds: seconds, deadline: deadline)
             }
             if case .failure(let error) = result {
                 // After a failure the stream may hold half a frame: start afresh.
                 reset(&s)
                 // A connection kept from an earlier call may have been closed
                 // by a daemon restart: try once more on a new one.
-                if reused, case .transport = error, method.isSafeToRetry {
-                    result = Result { () throws(GroserError) -> Response in
-                        try exchange(&s, method, seconds: seconds, deadline: deadline)
+                if reused, case .transport = error, safeToRetry {
+                    result = Result { () throws(GroserError) -> (response: Response, bytes: [UInt8]) in
+                        try exchange(&s, encode, seconds: seconds, deadline: deadline)
                     }
                     if case .failure = result { reset(&s) }
                 }
@@ -215,13 +224,13 @@ public final class GroserClient: Sendable {
         }
     }
 
-    private func exchange(_ s: inout State, _ method: RequestMethod, seconds: Double,
-                          deadline: UInt64) throws(GroserError) -> Response {
+    private func exchange(_ s: inout State, _ encode: (UInt64, UInt32) -> [UInt8], seconds: Double,
+                          deadline: UInt64) throws(GroserError) -> (response: Response, bytes: [UInt8]) {
         let socket = try connected(&s)
         let id = s.nextID
         s.nextID &+= 1
         let budget = UInt32(clamping: Int(seconds * 1000))
-        let frame = Framing.frame(Request(id: id, deadlineMilliseconds: budget, method: method).encoded())
+        let frame = Framing.frame(encode(id, budget))
         try send(frame, on: socket, seconds: seconds, deadline: deadline)
         while true {
             let body: [UInt8]
@@ -245,8 +254,8 @@ public final class GroserClient: Sendable {
             }
             // id 0 answers a frame the server could not read, or is a frame
             // the server sent unasked; neither is ours unless it is an error.
-            if response.id == id { return response }
-            if response.id == 0 && !response.status.isOK { return response }
+            if response.id == id { return (response, body) }
+            if response.id == 0 && !response.status.isOK { return (response, body) }
         }
     }
 
