@@ -1040,7 +1040,7 @@ const ProtobufCMessageDescriptor groser__v1__cart_mutation__descriptor =
   (ProtobufCMessageInit) groser__v1__cart_mutation__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__get_cart_request__field_descriptors[2] =
+static const ProtobufCFieldDescriptor groser__v1__get_cart_request__field_descriptors[3] =
 {
   {
     "session",
@@ -1066,15 +1066,28 @@ static const ProtobufCFieldDescriptor groser__v1__get_cart_request__field_descri
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "accept_prices",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetCartRequest, accept_prices),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__get_cart_request__field_indices_by_name[] = {
+  2,   /* field[2] = accept_prices */
   0,   /* field[0] = session */
   1,   /* field[1] = store_uid */
 };
 static const ProtobufCIntRange groser__v1__get_cart_request__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 2 }
+  { 0, 3 }
 };
 const ProtobufCMessageDescriptor groser__v1__get_cart_request__descriptor =
 {
@@ -1084,7 +1097,7 @@ const ProtobufCMessageDescriptor groser__v1__get_cart_request__descriptor =
   "Groser__V1__GetCartRequest",
   "groser.v1",
   sizeof(Groser__V1__GetCartRequest),
-  2,
+  3,
   groser__v1__get_cart_request__field_descriptors,
   groser__v1__get_cart_request__field_indices_by_name,
   1,  groser__v1__get_cart_request__number_ranges,

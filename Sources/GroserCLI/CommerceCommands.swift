@@ -8,10 +8,12 @@ extension Commands {
     ]
 
     static let cart = Subcommand(
-        name: "cart", usage: "cart [add PRODUCT [--qty N] | set PRODUCT N | remove PRODUCT [--yes] | clear] [--city CODE | --store UID]",
+        name: "cart", usage: "cart [--accept-prices | add PRODUCT [--qty N] | set PRODUCT N | remove PRODUCT [--yes] | clear] [--city CODE | --store UID]",
         abstract: """
         Shows or changes the cart at a store (by default the saved city's default store).
-          cart                      show the cart with line totals and the subtotal
+          cart                      show the cart with line totals and the subtotal; looking changes
+                                    nothing (a changed price stays marked until it is accepted)
+          cart --accept-prices      show the cart and accept its changed prices (a new cart version)
           cart add PRODUCT          add one (or --qty N) of a product
           cart set PRODUCT N        set a line's quantity; 0 removes it
           cart remove PRODUCT       remove a line (asks first on a terminal; --yes skips the question)
@@ -21,10 +23,15 @@ extension Commands {
         options: storeOptions + [
             OptionSpec(name: "--qty", valueName: "N", help: "how many to add (default: 1)"),
             OptionSpec(name: "--yes", valueName: nil, help: "remove without asking"),
+            OptionSpec(name: "--accept-prices", valueName: nil, help: "accept the changed prices the cart shows"),
+            idempotencyKeyOption,
         ],
         validate: { (parsed, help) throws(UsageError) in
             let store = try StoreChoice(parsed, help: help)
             let words = parsed.positionals
+            let accept = parsed.flags.contains("--accept-prices")
+            let key = parsed.values["--idempotency-key"] ?? newKey()
+            if accept && !words.isEmpty { throw UsageError("--accept-prices goes with cart alone, not with cart \(words[0])", help: help) }
             let qtyText = parsed.values["--qty"]
             func quantity(_ text: String) throws(UsageError) -> UInt32 {
                 guard let n = UInt32(text) else { throw UsageError("\"\(text)\" is not a whole number of items", help: help) }
@@ -33,19 +40,19 @@ extension Commands {
             switch words.first {
             case nil:
                 return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try client.cart(session: session, storeUID: storeUID)
+                    try client.cart(session: session, storeUID: storeUID, acceptPrices: accept)
                 } }
             case "add":
                 guard words.count == 2 else { throw UsageError("cart add needs exactly one product uid", help: help) }
                 let n = try quantity(qtyText ?? "1")
                 return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try client.addItem(mutation(session, storeUID), productUID: words[1], quantity: n)
+                    try retryable(key) { try client.addItem(mutation(session, storeUID, key), productUID: words[1], quantity: n) }
                 } }
             case "set":
                 guard words.count == 3 else { throw UsageError("cart set needs a product uid and a quantity", help: help) }
                 let n = try quantity(words[2])
                 return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try client.setQuantity(mutation(session, storeUID), productUID: words[1], quantity: n)
+                    try retryable(key) { try client.setQuantity(mutation(session, storeUID, key), productUID: words[1], quantity: n) }
                 } }
             case "remove":
                 guard words.count == 2 else { throw UsageError("cart remove needs exactly one product uid", help: help) }
@@ -63,12 +70,12 @@ extension Commands {
                             throw Cancelled()
                         }
                     }
-                    return try client.removeItem(mutation(session, storeUID), productUID: words[1])
+                    return try retryable(key) { try client.removeItem(mutation(session, storeUID, key), productUID: words[1]) }
                 } }
             case "clear":
                 guard words.count == 1 else { throw UsageError("cart clear takes no arguments", help: help) }
                 return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try client.clearCart(mutation(session, storeUID))
+                    try retryable(key) { try client.clearCart(mutation(session, storeUID, key)) }
                 } }
             case let other?:
                 throw UsageError("unknown cart action \"\(other)\" (add, set, remove, clear)", help: help)
@@ -76,18 +83,22 @@ extension Commands {
         })
 
     static let checkout = Subcommand(
-        name: "checkout", usage: "checkout --exp MM/YY --name HOLDER --address ADDRESS [--card-from-stdin] [--city CODE | --store UID]",
+        name: "checkout", usage: "checkout --exp MM/YY --name HOLDER --address ADDRESS [--expect-version N] [--card-from-stdin] [--city CODE | --store UID]",
         abstract: """
         Pays for the cart by card and places the order. The card number and then the CVC are read
         from a prompt with echo off, or with --card-from-stdin as the first and second lines of
-        standard input; never from an argument. If prices changed since the cart was last shown,
-        checkout shows them and stops (exit 73); run it again to accept them.
+        standard input; never from an argument. The order is for the cart as shown: the version
+        `cart` printed (--expect-version N), else the cart checkout shows before asking for the
+        card; a cart changed since is refused. If prices changed since they were accepted, checkout
+        shows them and stops (exit 73); `cart --accept-prices` accepts them.
         """,
         options: storeOptions + [
             OptionSpec(name: "--exp", valueName: "MM/YY", help: "the card's expiry month and year (MM/YY or MM/YYYY)"),
             OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card"),
             OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver"),
             OptionSpec(name: "--card-from-stdin", valueName: nil, help: "read the number and CVC from standard input"),
+            OptionSpec(name: "--expect-version", valueName: "N", help: "the cart version the customer confirmed (as `cart` printed it)"),
+            idempotencyKeyOption,
         ],
         validate: { (parsed, help) throws(UsageError) in
             let store = try StoreChoice(parsed, help: help)
@@ -101,7 +112,13 @@ extension Commands {
                   parts[0].count <= 2, parts[1].count == 2 || parts[1].count == 4 else {
                 throw UsageError("--exp must look like MM/YY or MM/YYYY, not \"\(exp)\"", help: help)
             }
+            var expected: UInt64?
+            if let text = parsed.values["--expect-version"] {
+                guard let n = UInt64(text), n > 0 else { throw UsageError("--expect-version must be a cart version (1 or more), not \"\(text)\"", help: help) }
+                expected = n
+            }
             let fromStdin = parsed.flags.contains("--card-from-stdin")
+            let key = parsed.values["--idempotency-key"] ?? newKey()
             if !fromStdin && !Terminal.inputIsTerminal {
                 throw UsageError("no terminal to read the card from; pipe the number and CVC with --card-from-stdin", help: help)
             }
@@ -112,7 +129,12 @@ extension Commands {
                     if !changed.isEmpty {
                         let list = changed.map { "\($0.name) \($0.previousPrice.map(HumanOutput.price) ?? "?") → \(HumanOutput.price($0.unitPrice))" }
                         throw GroserError.server(Status(.failedPrecondition,
-                            "Prices changed since the cart was last shown: \(list.joined(separator: "; ")). Run checkout again to accept them."))
+                            "Prices changed since they were accepted: \(list.joined(separator: "; ")). "
+                            + "Run 'groser-client cart --accept-prices' to accept them, then check out again."))
+                    }
+                    if let expected, expected != cart.version {
+                        throw GroserError.server(Status(.aborted,
+                            "The cart is at version \(cart.version), not \(expected); show it again with 'groser-client cart' and confirm it."))
                     }
                     let number: String?
                     let cvc: String?
@@ -127,10 +149,10 @@ extension Commands {
                     guard let number, let cvc else {
                         throw UsageError("the card number and CVC were not given")
                     }
-                    let order = try client.checkout(CheckoutDetails(
-                        session: session, storeUID: storeUID, expectedVersion: cart.version, deliveryAddress: address,
+                    let order = try retryable(key) { try client.checkout(CheckoutDetails(
+                        session: session, storeUID: storeUID, expectedVersion: expected ?? cart.version, deliveryAddress: address,
                         card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
-                        idempotencyKey: newKey()))
+                        idempotencyKey: key)) }
                     ctx.print(.checkout(order),
                               human: "Order \(order.number) placed.\n\(HumanOutput.order(order))")
                 }
@@ -244,9 +266,30 @@ struct StoreChoice: Sendable {
 /// A fresh idempotency key, so a retried mutation is applied once.
 func newKey() -> String { (try? KernelRandom.hex(12)) ?? "" }
 
-func mutation(_ session: String, _ storeUID: String) -> CartMutation {
-    CartMutation(session: session, storeUID: storeUID, idempotencyKey: newKey())
+func mutation(_ session: String, _ storeUID: String, _ key: String) -> CartMutation {
+    CartMutation(session: session, storeUID: storeUID, idempotencyKey: key)
 }
+
+/// Runs a mutation sent with idempotency key `key`; when no answer came
+/// (a timeout or a broken connection), says that it may have been applied
+/// and how to retry it exactly, then fails as it would have.
+func retryable<T>(_ key: String, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as GroserError {
+        switch error {
+        case .timedOut, .transport, .cancelled:
+            StandardStreams.err("groser-client: no answer came, so the change may have been applied; "
+                                + "to retry it exactly (applied at most once), run the same command with --idempotency-key \(key)\n")
+        default: break
+        }
+        throw error
+    }
+}
+
+/// The option every mutating command takes to resend a change exactly.
+let idempotencyKeyOption = OptionSpec(name: "--idempotency-key", valueName: "KEY",
+                                      help: "send the change with this key: a retry of a change that may have been applied")
 
 /// "89.90" → 8990 minor units; nil for anything else.
 func parseAmount(_ text: String) -> Int64? {

@@ -105,6 +105,9 @@ public enum HumanOutput {
         }
         rows.append(["SUBTOTAL", "", "", String(c.itemCount), price(c.subtotal), ""])
         out += table(rows, rightAligned: [2, 3, 4])
+        if c.lines.contains(where: \.priceChanged) {
+            out += "Changed prices are not accepted yet: checkout refuses them until 'groser-client cart --accept-prices'.\n"
+        }
         return out
     }
 

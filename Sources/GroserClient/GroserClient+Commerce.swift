@@ -9,10 +9,13 @@ extension GroserClient {
     }
 
     /// The session's cart at a store (empty, version 0, when there is none).
-    /// Showing a cart acknowledges changed prices: the lines marked
-    /// `priceChanged` may be checked out after this call.
-    public func cart(session: String, storeUID: String, timeout: Double? = nil) throws(GroserError) -> Cart {
-        try cartCall(.getCart(session: session, storeUID: storeUID), "GetCart", timeout)
+    /// Looking changes nothing: lines whose price changed since the customer
+    /// saw it are marked `priceChanged`, and Checkout refuses them until a
+    /// call with `acceptPrices` makes the shown prices the seen ones (and
+    /// moves the cart to a new version, which Checkout then expects).
+    public func cart(session: String, storeUID: String, acceptPrices: Bool = false,
+                     timeout: Double? = nil) throws(GroserError) -> Cart {
+        try cartCall(.getCart(session: session, storeUID: storeUID, acceptPrices: acceptPrices), "GetCart", timeout)
     }
 
     /// Adds `quantity` of a product to its line (a new line if there is none).
@@ -69,9 +72,11 @@ extension GroserClient {
         try await answer(.openSession, timeout, "OpenSession") { if case .openSession(let v) = $0 { v } else { nil } }
     }
 
-    /// The session's cart at a store (empty, version 0, when there is none).
-    public func cart(session: String, storeUID: String, timeout: Duration? = nil) async throws(GroserError) -> Cart {
-        try await cartCall(.getCart(session: session, storeUID: storeUID), "GetCart", timeout)
+    /// The session's cart at a store; `acceptPrices` accepts changed prices
+    /// (see the blocking `cart(session:storeUID:acceptPrices:timeout:)`).
+    public func cart(session: String, storeUID: String, acceptPrices: Bool = false,
+                     timeout: Duration? = nil) async throws(GroserError) -> Cart {
+        try await cartCall(.getCart(session: session, storeUID: storeUID, acceptPrices: acceptPrices), "GetCart", timeout)
     }
 
     /// Adds `quantity` of a product to its line (a new line if there is none).

@@ -372,3 +372,14 @@ extension RequestMethod {
         }
     }
 }
+
+/// Runs `body` with a client of `location` and closes the client's
+/// connections when `body` returns or throws, so none outlives the scope
+/// (calls still in flight from tasks `body` started fail with a transport
+/// error).
+public func withGroserClient<T>(location: SocketLocation = .fromEnvironment(), timeout: Double = 10, maxConnections: Int = 2,
+                                _ body: (GroserClient) async throws -> T) async rethrows -> T {
+    let client = GroserClient(location: location, timeout: timeout, maxConnections: maxConnections)
+    defer { client.close() }
+    return try await body(client)
+}

@@ -20,7 +20,7 @@ public enum RequestMethod: Sendable, Hashable {
     /// Operators: one page of the catalog as records.
     case exportCatalog(ExportPageRequest)
     case openSession
-    case getCart(session: String, storeUID: String)
+    case getCart(session: String, storeUID: String, acceptPrices: Bool = false)
     case addItem(CartMutation, productUID: String, quantity: UInt32)
     case setQuantity(CartMutation, productUID: String, quantity: UInt32)
     case removeItem(CartMutation, productUID: String)
@@ -207,8 +207,10 @@ public struct Response: Sendable, Hashable {
     }
 }
 
-/// Why bytes could not be read as a message.
-public struct DecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+/// Why bytes could not be read as a message. Not named DecodingError:
+/// GroserClient re-exports this module, and that name would hide
+/// Swift's own `DecodingError` in every file of a client that imports it.
+public struct WireDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String
     /// The frame was refused unread: it has more fields than
     /// `Request.maximumFieldCount`, which would make protobuf-c's unpack cost

@@ -1,6 +1,6 @@
 /// An amount of money in integer minor units of an ISO 4217 currency
 /// (kopecks for RUB). Never a float.
-public struct Money: Sendable, Hashable, Codable {
+public struct Money: Sendable, Hashable {
     /// The count of minor units: 8990 is 89.90 RUB.
     public var minorUnits: Int64
     /// The ISO 4217 code, e.g. "RUB".
@@ -13,7 +13,7 @@ public struct Money: Sendable, Hashable, Codable {
 }
 
 /// One product on a shelf.
-public struct Product: Sendable, Hashable, Codable {
+public struct Product: Sendable, Hashable {
     public var uid: String
     public var name: String
     public var brand: String
@@ -51,7 +51,7 @@ public struct Product: Sendable, Hashable, Codable {
 
 /// A shelf of a department. `products` is empty unless they were asked for;
 /// `productCount` is always set.
-public struct Shelf: Sendable, Hashable, Codable {
+public struct Shelf: Sendable, Hashable {
     public var uid: String
     public var name: String
     public var productCount: UInt32
@@ -66,7 +66,7 @@ public struct Shelf: Sendable, Hashable, Codable {
 }
 
 /// A department of a store, with its shelves in display order.
-public struct Department: Sendable, Hashable, Codable {
+public struct Department: Sendable, Hashable {
     public var uid: String
     public var name: String
     public var shelves: [Shelf]
@@ -79,7 +79,7 @@ public struct Department: Sendable, Hashable, Codable {
 }
 
 /// A store without its catalog, as a city lists it.
-public struct StoreSummary: Sendable, Hashable, Codable {
+public struct StoreSummary: Sendable, Hashable {
     public var uid: String
     public var name: String
     public var chain: String
@@ -96,7 +96,7 @@ public struct StoreSummary: Sendable, Hashable, Codable {
 }
 
 /// A store with its departments.
-public struct Store: Sendable, Hashable, Codable {
+public struct Store: Sendable, Hashable {
     public var summary: StoreSummary
     public var departments: [Department]
 
@@ -110,7 +110,7 @@ public struct Store: Sendable, Hashable, Codable {
 }
 
 /// A city the service delivers to, with its stores and its default store.
-public struct City: Sendable, Hashable, Codable {
+public struct City: Sendable, Hashable {
     public var uid: String
     /// Short upper-case code: "MSK", "SPB".
     public var code: String

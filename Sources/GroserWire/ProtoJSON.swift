@@ -238,7 +238,7 @@ public struct ProtoAnswer: Sendable, Equatable {
     public var body: ProtoMessage?
 
     /// Reads `bytes` (a frame without its length prefix) as a groser.v1.Response.
-    public init(_ bytes: [UInt8]) throws(DecodingError) {
+    public init(_ bytes: [UInt8]) throws(WireDecodingError) {
         let response = try ProtoMessage.decode(bytes, as: "groser.v1.Response")
         if case .uint(let v)? = response.fields[1]?.first { id = v } else { id = 0 }
         continues = response.fields[3]?.first == .bool(true)

@@ -300,14 +300,14 @@ public enum ProtoSchema {
 extension ProtoMessage {
     /// Reads the encoding `bytes` as the message `typeName` with protobuf-c's
     /// unpack (what groserd itself accepts), copying every set field out.
-    public static func decode(_ bytes: [UInt8], as typeName: String) throws(DecodingError) -> ProtoMessage {
+    public static func decode(_ bytes: [UInt8], as typeName: String) throws(WireDecodingError) -> ProtoMessage {
         guard let entry = ProtoSchema.descriptorEntry(named: typeName) else {
-            throw DecodingError("no message type \(typeName) is compiled in")
+            throw WireDecodingError("no message type \(typeName) is compiled in")
         }
         let unpacked = bytes.withUnsafeBufferPointer { buffer in
             protobuf_c_message_unpack(entry.descriptor, nil, buffer.count, buffer.baseAddress)
         }
-        guard let unpacked else { throw DecodingError("the bytes are not a valid \(entry.info.fullName) message") }
+        guard let unpacked else { throw WireDecodingError("the bytes are not a valid \(entry.info.fullName) message") }
         defer { protobuf_c_message_free_unpacked(unpacked, nil) }
         return copy(UnsafeRawPointer(unpacked), entry)
     }

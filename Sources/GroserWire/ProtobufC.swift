@@ -419,15 +419,15 @@ extension Request {
 
     /// Reads a Request from a frame's body. A request of more than
     /// `maximumFieldCount` fields is refused before protobuf-c sees it.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Request {
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireDecodingError) -> Request {
         // Every field takes at least 2 bytes (a key and a value or length),
         // so a frame this short cannot have too many: no scan.
         let limit = fieldLimit(for: bytes)
         guard bytes.count <= 2 * limit || fieldCount(bytes, stoppingPast: limit) <= limit else {
-            throw DecodingError("the request has more than \(limit) fields", tooManyFields: true)
+            throw WireDecodingError("the request has more than \(limit) fields", tooManyFields: true)
         }
         guard let p = groser__v1__request__unpack(nil, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {
-            throw DecodingError("the frame is not a valid groser.v1.Request message")
+            throw WireDecodingError("the frame is not a valid groser.v1.Request message")
         }
         defer { groser__v1__request__free_unpacked(p, nil) }
         let c = p.pointee
@@ -461,11 +461,11 @@ extension Request {
     }
 
     /// Reads a Request from a frame's body.
-    public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> Request {
+    public static func decode(_ bytes: some Collection<UInt8>) throws(WireDecodingError) -> Request {
         let result = bytes.withContiguousStorageIfAvailable { raw in
-            Result { () throws(DecodingError) -> Request in try decode(UnsafeRawBufferPointer(raw)) }
+            Result { () throws(WireDecodingError) -> Request in try decode(UnsafeRawBufferPointer(raw)) }
         } ?? Array(bytes).withUnsafeBytes { raw in
-            Result { () throws(DecodingError) -> Request in try decode(raw) }
+            Result { () throws(WireDecodingError) -> Request in try decode(raw) }
         }
         return try result.get()
     }
@@ -475,9 +475,9 @@ extension Request {
 
 extension Response {
     /// Reads a Response from a frame's body.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Response {
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireDecodingError) -> Response {
         guard let p = groser__v1__response__unpack(nil, bytes.count, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)) else {
-            throw DecodingError("the frame is not a valid groser.v1.Response message")
+            throw WireDecodingError("the frame is not a valid groser.v1.Response message")
         }
         defer { groser__v1__response__free_unpacked(p, nil) }
         let c = p.pointee
@@ -519,11 +519,11 @@ extension Response {
     }
 
     /// Reads a Response from a frame's body.
-    public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> Response {
+    public static func decode(_ bytes: some Collection<UInt8>) throws(WireDecodingError) -> Response {
         let result = bytes.withContiguousStorageIfAvailable { raw in
-            Result { () throws(DecodingError) -> Response in try decode(UnsafeRawBufferPointer(raw)) }
+            Result { () throws(WireDecodingError) -> Response in try decode(UnsafeRawBufferPointer(raw)) }
         } ?? Array(bytes).withUnsafeBytes { raw in
-            Result { () throws(DecodingError) -> Response in try decode(raw) }
+            Result { () throws(WireDecodingError) -> Response in try decode(raw) }
         }
         return try result.get()
     }

@@ -89,12 +89,13 @@ extension Arena {
         case .openSession:
             p.pointee.method_case = GROSER__V1__REQUEST__METHOD_OPEN_SESSION
             p.pointee.open_session = message(Groser__V1__OpenSessionRequest.self) { groser__v1__open_session_request__init($0) }
-        case .getCart(let session, let storeUID):
+        case .getCart(let session, let storeUID, let acceptPrices):
             p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_CART
             p.pointee.get_cart = message(Groser__V1__GetCartRequest.self) { g in
                 groser__v1__get_cart_request__init(g)
                 g.pointee.session = string(session)
                 g.pointee.store_uid = string(storeUID)
+                g.pointee.accept_prices = protobuf_c_boolean(acceptPrices ? 1 : 0)
             }
         case .addItem(let m, let product, let quantity):
             p.pointee.method_case = GROSER__V1__REQUEST__METHOD_ADD_ITEM
@@ -176,7 +177,7 @@ func decodeCommerceMethod(_ c: Groser__V1__Request) -> RequestMethod? {
         return .openSession
     case GROSER__V1__REQUEST__METHOD_GET_CART:
         let g = c.get_cart.pointee
-        return .getCart(session: str(g.session), storeUID: str(g.store_uid))
+        return .getCart(session: str(g.session), storeUID: str(g.store_uid), acceptPrices: g.accept_prices != 0)
     case GROSER__V1__REQUEST__METHOD_ADD_ITEM:
         let g = c.add_item.pointee
         return .addItem(decodeCartMutation(g.cart), productUID: str(g.product_uid), quantity: g.quantity)

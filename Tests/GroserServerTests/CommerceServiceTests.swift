@@ -171,7 +171,9 @@ private final class Shop {
         return cart
     }
 
-    func getCart(_ session: String) throws -> Cart { try cart(.getCart(session: session, storeUID: storeUID)) }
+    func getCart(_ session: String, acceptPrices: Bool = false) throws -> Cart {
+        try cart(.getCart(session: session, storeUID: storeUID, acceptPrices: acceptPrices))
+    }
 
     func setProduct(_ update: ProductUpdate, as caller: Caller = Shop.root) throws -> ProductUpdateResult {
         let body = try okBody(run(.setProduct(update), as: caller).outcome, .setProduct)
@@ -376,8 +378,8 @@ struct CommerceServiceTests {
 
     // MARK: GetCart
 
-    @Test("GetCart shows a changed price once, then it is the price the customer saw")
-    func getCartAcknowledgesPriceChanges() throws {
+    @Test("GetCart shows a changed price and changes nothing; GetCart with accept_prices makes it the price the customer saw")
+    func onlyAnAcceptingGetCartAcknowledgesPriceChanges() throws {
         let shop = try Shop()
         let s = try shop.openSession()
         let p = shop.products[7], q = shop.products[8]
@@ -390,7 +392,13 @@ struct CommerceServiceTests {
 
         let raised = p.price.minorUnits + 1_250
         _ = try shop.setProduct(ProductUpdate(productUID: p.uid, priceMinorUnits: raised))
-        let first = try shop.getCart(s)
+        let looked = try shop.getCart(s)
+        #expect(looked.version == added.version, "a read changes nothing, even when it shows a changed price")
+        #expect(looked.lines[0].priceChanged && looked.lines[0].unitPrice.minorUnits == raised)
+        #expect(try shop.getCart(s) == looked, "looking again shows the same, still marked")
+        expectRefused(try shop.run(shop.checkout(s, version: looked.version)), .failedPrecondition)
+
+        let first = try shop.getCart(s, acceptPrices: true)
         #expect(first.version == added.version + 1)
         #expect(first.lines[0].priceChanged && first.lines[0].unitPrice.minorUnits == raised)
         #expect(first.lines[0].previousPrice == p.price)
@@ -399,9 +407,10 @@ struct CommerceServiceTests {
         #expect(first.subtotal.minorUnits == raised * 2 + q.price.minorUnits)
 
         let second = try shop.getCart(s)
-        #expect(second.version == first.version, "the change was shown; showing it again is no change")
+        #expect(second.version == first.version, "the change was accepted; showing it again is no change")
         #expect(second.lines.allSatisfy { !$0.priceChanged && $0.previousPrice == nil })
         #expect(second.subtotal == first.subtotal)
+        #expect(try shop.getCart(s, acceptPrices: true).version == second.version, "nothing left to accept: no new version")
 
         // The confirmed cart checks out at the new price.
         guard case .checkout(let order) = try decode(.checkout, try okBody(try shop.run(shop.checkout(s, version: second.version)).outcome, .checkout)) else {

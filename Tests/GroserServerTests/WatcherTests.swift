@@ -18,7 +18,7 @@ struct WatcherTests {
         w.emit(into: &out)
         let r = try Response.decode(out.dropFirst(Framing.headerSize))
         #expect(r.continues && r.id == 9)
-        guard case .watch(let e) = r.body else { throw DecodingError("not a watch frame") }
+        guard case .watch(let e) = r.body else { throw WireDecodingError("not a watch frame") }
         return e
     }
 

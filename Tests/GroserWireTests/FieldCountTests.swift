@@ -40,7 +40,7 @@ struct FieldCountTests {
         for _ in 0..<300 { inner += [0x48, 0x01] }
         let frame: [UInt8] = [0x08, 0x01, 0x82, 0x01] + varint(inner.count) + inner
         #expect(count(frame, stoppingPast: 10_000) == 1 + 1 + 1 + 1 + 300)
-        #expect(throws: DecodingError.self) { _ = try Request.decode(frame) }
+        #expect(throws: WireDecodingError.self) { _ = try Request.decode(frame) }
     }
 
     @Test func countingStopsPastTheLimit() {
@@ -56,14 +56,14 @@ struct FieldCountTests {
         #expect(request.method == .unknown)
 
         let over = unknownFields(Request.maximumFieldCount)
-        let error = #expect(throws: DecodingError.self) { _ = try Request.decode(over) }
+        let error = #expect(throws: WireDecodingError.self) { _ = try Request.decode(over) }
         #expect(error?.tooManyFields == true)
     }
 
     @Test func fourMiBOfUnknownFieldsIsRefusedUnread() {
         let frame = unknownFields(Framing.defaultMaximumFrameBytes / 2 - 1)
         #expect(frame.count == Framing.defaultMaximumFrameBytes)
-        let error = #expect(throws: DecodingError.self) { _ = try Request.decode(frame) }
+        let error = #expect(throws: WireDecodingError.self) { _ = try Request.decode(frame) }
         #expect(error?.tooManyFields == true)
     }
 
@@ -81,7 +81,7 @@ struct FieldCountTests {
         // Long enough to be scanned (over 512 bytes), few fields, cut short at the end.
         let frame: [UInt8] = [0x08, 0x07, 0x4A] + varint(600) + [UInt8](repeating: 0x41, count: 600) + [0x18]
         #expect(count(frame) == 3)
-        let error = #expect(throws: DecodingError.self) { _ = try Request.decode(frame) }
+        let error = #expect(throws: WireDecodingError.self) { _ = try Request.decode(frame) }
         #expect(error?.tooManyFields == false)
     }
 

@@ -153,8 +153,8 @@ struct MessagesTests {
         Labeled("tag with no value", [0x08]),
     ])
     func garbageIsNotARequest(_ c: Labeled<[UInt8]>) {
-        #expect(throws: DecodingError.self) { _ = try Request.decode(c.value) }
-        #expect(throws: DecodingError.self) { _ = try Response.decode(c.value) }
+        #expect(throws: WireDecodingError.self) { _ = try Request.decode(c.value) }
+        #expect(throws: WireDecodingError.self) { _ = try Response.decode(c.value) }
     }
 
     @Test(arguments: responseCases)

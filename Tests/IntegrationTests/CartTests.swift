@@ -188,7 +188,9 @@ struct CartTests {
             #expect(error.status?.code == .failedPrecondition)
             #expect(error.status?.message.contains(p.name) == true, "the refusal names the line")
         }
-        let shown = try client.cart(session: s, storeUID: storeUID)
+        let looked = try client.cart(session: s, storeUID: storeUID)
+        #expect(looked.lines[0].priceChanged && looked.version == c.version, "looking changes nothing")
+        let shown = try client.cart(session: s, storeUID: storeUID, acceptPrices: true)
         #expect(shown.lines[0].priceChanged && shown.lines[0].unitPrice.minorUnits == raised)
         #expect(shown.lines[0].previousPrice?.minorUnits == p.price.minorUnits)
         #expect(shown.version == c.version + 1)

@@ -31,7 +31,7 @@ public enum FieldLimits {
                 ?? over("idempotency_key", m.idempotencyKey, idempotencyKey)
         }
         switch method {
-        case .getCart(let s, let store):
+        case .getCart(let s, let store, _):
             return over("session", s, session) ?? over("store_uid", store, uid)
         case .addItem(let m, let product, _), .setQuantity(let m, let product, _), .removeItem(let m, let product):
             return mutation(m) ?? over("product_uid", product, uid)

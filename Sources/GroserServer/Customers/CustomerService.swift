@@ -164,7 +164,7 @@ public final class CustomerService: Sendable {
     /// The session token a request carries, if any.
     static func sessionToken(_ method: RequestMethod) -> String? {
         switch method {
-        case .getCart(let s, _), .listOrders(let s), .logout(let s), .whoAmI(let s): return s
+        case .getCart(let s, _, _), .listOrders(let s), .logout(let s), .whoAmI(let s): return s
         case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): return m.session
         case .checkout(let d): return d.session
         default: return nil

@@ -308,7 +308,7 @@ final class CustomerShard: @unchecked Sendable {
             overlay.records.append(.session(made, createdAtUnix: now))
             return .ok(.openSession, BodyEncoder.openSession(token))
 
-        case .getCart(_, let storeUID):
+        case .getCart(_, let storeUID, let acceptPrices):
             let (_, _, key, session) = try cartHolder(key, overlay)
             try checkStore(storeUID, catalog)
             guard let cart = session.carts[storeUID] else { return .ok(.getCart, BodyEncoder.cart(rules.emptyCart(storeUID))) }
@@ -316,9 +316,10 @@ final class CustomerShard: @unchecked Sendable {
             let shown = try rules.view(cart, storeUID: storeUID, look)
             try checkLookups()
             // Lines of products the catalog no longer sells (a replacing
-            // import) go, and the cart moves to a new version.
+            // import) go, and the cart moves to a new version: the catalog
+            // changed the cart, not this read.
             if shown.lines.count < cart.lines.count {
-                var next = rules.acknowledgingPrices(cart, shown: shown) ?? cart
+                var next = (acceptPrices ? rules.acknowledgingPrices(cart, shown: shown) : nil) ?? cart
                 next.lines.removeAll { look($0.productUID) == nil }
                 next.version = cart.version + 1
                 save(next, key: key, session: session, storeUID: storeUID, now, &overlay)
@@ -326,7 +327,9 @@ final class CustomerShard: @unchecked Sendable {
                 s.version = next.version
                 return .ok(.getCart, BodyEncoder.cart(s))
             }
-            if let acknowledged = rules.acknowledgingPrices(cart, shown: shown) {
+            // Seeing a changed price is not accepting it: only a GetCart
+            // that asks (accept_prices) makes the shown prices the seen ones.
+            if acceptPrices, let acknowledged = rules.acknowledgingPrices(cart, shown: shown) {
                 save(acknowledged, key: key, session: session, storeUID: storeUID, now, &overlay)
                 var s = shown
                 s.version = acknowledged.version

@@ -101,10 +101,16 @@ struct  Groser__V1__GetCartRequest
   ProtobufCMessage base;
   char *session;
   char *store_uid;
+  /*
+   * Makes the prices shown the ones the customer has seen (PROTOCOL.md 7.3):
+   * lines marked price_changed are accepted and the cart moves to a new
+   * version. Without it GetCart changes nothing.
+   */
+  protobuf_c_boolean accept_prices;
 };
 #define GROSER__V1__GET_CART_REQUEST__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_cart_request__descriptor) \
-    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string }
+    , (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, 0 }
 
 
 struct  Groser__V1__AddItemRequest
