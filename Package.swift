@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // libpq, for the PostgreSQL store shared by several hosts.
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // Snowball stemmers (Debian's libstemmer-dev ships no pkg-config file).
         .systemLibrary(name: "CStemmer", providers: [.apt(["libstemmer-dev"])]),
         .systemLibrary(name: "CLinux"),
@@ -36,9 +42,10 @@ let package = Package(
         .target(name: "GroserWire", dependencies: ["CGroserProto", "CProtobufC"]),
         // Every syscall: sockets, epoll, signals, errno.
         .target(name: "GroserSystem", dependencies: ["CLinux"]),
-        // Storage behind the CatalogStore protocol; SQLite is the embedded store.
-        // Session tokens are kept as BLAKE2b hashes (libsodium).
-        .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium"]),
+        // Storage behind the CatalogStore protocol; SQLite is the embedded store,
+        // PostgreSQL (libpq) the shared one. Session tokens are kept as BLAKE2b
+        // hashes (libsodium).
+        .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium", "CPostgres"]),
         // Product search: tokens, Snowball stems, typos, the per-store index
         // and its ranking. Pure but for the stemmer; no storage, no sockets.
         .target(name: "GroserSearch", dependencies: ["GroserWire", "GroserSystem", "CStemmer"]),
