@@ -339,17 +339,8 @@ public final class GroserClient: Sendable {
     func receive(into decoder: inout FrameDecoder, on socket: Socket, seconds: Double,
                          deadline: UInt64) throws(GroserError) {
         while true {
-            var outcome = IOResult.wouldBlock
-            var failure: Errno?
-            _ = decoder.writeTail(capacity: 64 * 1024) { raw -> Int in
-                switch Result(catching: { () throws(Errno) -> IOResult in try socket.read(into: raw) }) {
-                case .success(let r): outcome = r
-                case .failure(let e): failure = e
-                }
-                if case .processed(let n) = outcome { return n }
-                return 0
-            }
-            if let failure { throw .transport("cannot receive: \(failure)") }
+            let outcome: IOResult
+            do { outcome = try socket.read(into: &decoder) } catch { throw .transport("cannot receive: \(error)") }
             switch outcome {
             case .processed(0): throw .transport("groserd closed the connection")
             case .processed: return
@@ -382,4 +373,18 @@ public func withGroserClient<T>(location: SocketLocation = .fromEnvironment(), t
     let client = GroserClient(location: location, timeout: timeout, maxConnections: maxConnections)
     defer { client.close() }
     return try await body(client)
+}
+
+extension Socket {
+    /// Reads what has arrived, up to 64 KiB, into the free tail of
+    /// `decoder`'s buffer (no copy); `.processed(0)` is the end of the stream.
+    func read(into decoder: inout FrameDecoder) throws(Errno) -> IOResult {
+        var outcome = IOResult.wouldBlock
+        _ = try decoder.writeTail(capacity: 64 * 1024) { (raw) throws(Errno) -> Int in
+            outcome = try read(into: raw)
+            if case .processed(let n) = outcome { return n }
+            return 0
+        }
+        return outcome
+    }
 }

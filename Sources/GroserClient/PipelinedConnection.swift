@@ -153,17 +153,8 @@ final class PipelinedConnection: @unchecked Sendable {
             }
             guard readable else { continue }
             while true {
-                var outcome = IOResult.wouldBlock
-                var error: Errno?
-                _ = decoder.writeTail(capacity: 64 * 1024) { raw -> Int in
-                    switch Result(catching: { () throws(Errno) -> IOResult in try socket.read(into: raw) }) {
-                    case .success(let r): outcome = r
-                    case .failure(let e): error = e
-                    }
-                    if case .processed(let n) = outcome { return n }
-                    return 0
-                }
-                if let error {
+                let outcome: IOResult
+                do { outcome = try socket.read(into: &decoder) } catch {
                     failure = .transport("cannot receive: \(error)")
                     break reading
                 }
