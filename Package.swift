@@ -53,8 +53,12 @@ let package = Package(
         .target(name: "GroserServer", dependencies: ["GroserWire", "GroserSystem", "GroserStorage", "GroserSearch", "CSodium"]),
         // The client library other packages depend on.
         .target(name: "GroserClient", dependencies: ["GroserWire", "GroserSystem"]),
-        // groser-client's commands, output formats and argument parsing.
-        .target(name: "GroserCLI", dependencies: ["GroserClient"]),
+        // A command-tree parser shaped like swift-argument-parser: one
+        // declaration per command and option, from which the parser, --help,
+        // did-you-mean, completion scripts, the manual and docs/CLI.md come.
+        .target(name: "GroserCommandLine"),
+        // groser-client's commands and output formats.
+        .target(name: "GroserCLI", dependencies: ["GroserClient", "GroserCommandLine"]),
         // groser-bench's load generator: options, connections, histogram, report.
         .target(name: "GroserBench", dependencies: ["GroserWire", "GroserSystem", "GroserClient"]),
 
@@ -71,6 +75,7 @@ let package = Package(
         .executableTarget(name: "groser-fuzz", dependencies: ["GroserFuzz", "GroserSystem", "CLibFuzzer"]),
 
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
+        .testTarget(name: "GroserCommandLineTests", dependencies: ["GroserCommandLine"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
         .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),

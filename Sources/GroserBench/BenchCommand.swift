@@ -11,6 +11,9 @@ public enum BenchCommand {
             case .help:
                 StandardStreams.out(BenchOptions.usage + "\n")
                 return 0
+            case .version:
+                StandardStreams.out("groser-bench \(GroserRelease.version)\n")
+                return 0
             case .run(let parsed):
                 options = parsed
             }

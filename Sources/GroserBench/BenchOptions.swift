@@ -66,6 +66,7 @@ public struct BenchOptions: Sendable, Equatable {
       --threads N          load generator threads (default: 1)
       --warmup SECONDS     run this long first and throw the result away (default: 0)
       --json               print the summary as one JSON object
+      --version            print the version and exit
       -h, --help           show this help
 
     The last line of output is always "rps=N p50_us=N p99_us=N".
@@ -77,6 +78,7 @@ public struct BenchOptions: Sendable, Equatable {
     public enum Parsed: Sendable, Equatable {
         case run(BenchOptions)
         case help
+        case version
     }
 
     /// Parses `arguments` (without the program name).
@@ -129,6 +131,7 @@ public struct BenchOptions: Sendable, Equatable {
             }
             switch name {
             case "-h", "--help": return .help
+            case "--version": return .version
             case "--socket": options.socketPath = try value()
             case "-c", "--connections": options.connections = try count(upTo: 100_000)
             case "-P", "--pipeline": options.pipeline = try count(upTo: 100_000)

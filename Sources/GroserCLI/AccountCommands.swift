@@ -1,4 +1,5 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
 extension Commands {
@@ -6,22 +7,20 @@ extension Commands {
                                            help: "read the password from the first line of standard input")
 
     static let register = Subcommand(
-        name: "register", usage: "register --email EMAIL --name NAME [--password-stdin]",
-        abstract: """
-        Creates an account. The password is read from a prompt with echo off (asked twice), or with
-        --password-stdin from the first line of standard input; never from an argument. Log in afterwards.
+        name: "register",
+        abstract: "Creates an account; log in afterwards.",
+        discussion: """
+        The password is read from a prompt with echo off (asked twice), or with --password-stdin from the first \
+        line of standard input; never from an argument.
         """,
         options: [
-            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email (compared case-insensitively)"),
-            OptionSpec(name: "--name", valueName: "NAME", help: "the account holder's name"),
+            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email (compared case-insensitively)", isRequired: true),
+            OptionSpec(name: "--name", valueName: "NAME", help: "the account holder's name", isRequired: true),
             passwordOption,
         ],
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
-            guard let email = parsed.values["--email"], let name = parsed.values["--name"] else {
-                throw UsageError("register needs --email and --name", help: help)
-            }
-            let fromStdin = try passwordSource(parsed, help)
+        validate: { parsed throws(UsageError) in
+            let email = parsed.values["--email"]!, name = parsed.values["--name"]!
+            let fromStdin = try passwordSource(parsed)
             return { ctx in
                 let password = try readPassword(fromStdin: fromStdin, confirm: true)
                 let account = try ctx.client().register(email: email, password: password, name: name)
@@ -31,20 +30,20 @@ extension Commands {
         })
 
     static let login = Subcommand(
-        name: "login", usage: "login --email EMAIL [--password-stdin]",
-        abstract: """
-        Logs in. The cart of the session saved for this groserd merges into the account's (lines of
-        the same product are summed, up to the line maximum); what was merged is printed. The saved
-        session then becomes the account's. Password as for register (asked once).
+        name: "login",
+        abstract: "Logs in, merging the saved session's cart into the account's.",
+        discussion: """
+        The cart of the session saved for this groserd merges into the account's (lines of the same product are \
+        summed, up to the line maximum); what was merged is printed. The saved session then becomes the \
+        account's. The password is read as for register (asked once).
         """,
         options: [
-            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email"),
+            OptionSpec(name: "--email", valueName: "EMAIL", help: "the account's email", isRequired: true),
             passwordOption,
         ],
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
-            guard let email = parsed.values["--email"] else { throw UsageError("login needs --email", help: help) }
-            let fromStdin = try passwordSource(parsed, help)
+        validate: { parsed throws(UsageError) in
+            let email = parsed.values["--email"]!
+            let fromStdin = try passwordSource(parsed)
             return { ctx in
                 let password = try readPassword(fromStdin: fromStdin, confirm: false)
                 let client = ctx.client()
@@ -57,10 +56,9 @@ extension Commands {
         })
 
     static let logout = Subcommand(
-        name: "logout", usage: "logout",
+        name: "logout",
         abstract: "Ends the login saved for this groserd (the session is revoked at once) and forgets it.",
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+        validate: { parsed throws(UsageError) in
             return { ctx in
                 let client = ctx.client()
                 let settings = try ClientSettings.load(from: ctx.settingsPath)
@@ -74,10 +72,9 @@ extension Commands {
         })
 
     static let whoami = Subcommand(
-        name: "whoami", usage: "whoami [--json]",
+        name: "whoami",
         abstract: "Shows the account the session saved for this groserd is logged in to.",
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+        validate: { parsed throws(UsageError) in
             return { ctx in
                 let client = ctx.client()
                 let settings = try ClientSettings.load(from: ctx.settingsPath)
@@ -91,10 +88,10 @@ extension Commands {
             }
         })
 
-    private static func passwordSource(_ parsed: ParsedArguments, _ help: String) throws(UsageError) -> Bool {
+    private static func passwordSource(_ parsed: ParsedArguments) throws(UsageError) -> Bool {
         let fromStdin = parsed.flags.contains("--password-stdin")
         if !fromStdin && !Terminal.inputIsTerminal {
-            throw UsageError("no terminal to ask for the password on; pipe it with --password-stdin", help: help)
+            throw UsageError("no terminal to ask for the password on; pipe it with --password-stdin")
         }
         return fromStdin
     }

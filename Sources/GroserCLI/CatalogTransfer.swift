@@ -1,4 +1,5 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
-/// Options every subcommand takes.
+/// Options every command takes, before or after its name.
 struct GlobalOptions {
     /// The socket named with --socket; nil for $GROSER_SOCKET or the
     /// per-user default (whose directory the client checks first).
@@ -10,25 +11,38 @@ struct GlobalOptions {
     var json = false
     /// With --json, also the fields that hold their default.
     var emitDefaults = false
+    /// -v: each call's socket, request id, deadline and time on stderr.
+    var verbose = false
 
     static let specs = [
-        OptionSpec(name: "--socket", valueName: "PATH", help: "groserd's socket (default: $GROSER_SOCKET, else the per-user default)"),
-        OptionSpec(name: "--timeout", valueName: "SECONDS", help: "give up on a call after this long (default: 10)"),
-        OptionSpec(name: "--json", valueName: nil, help: "print Protobuf's canonical JSON mapping of the answer"),
-        OptionSpec(name: "--emit-defaults", valueName: nil, help: "with --json (and in call), also print fields that hold their default"),
-        OptionSpec(name: "--help", valueName: nil, help: "show help"),
+        OptionSpec(name: "--socket", valueName: "PATH", help: "groserd's socket", defaultValue: "$GROSER_SOCKET, else the per-user default",
+                   takesFile: true),
+        OptionSpec(name: "--timeout", valueName: "SECONDS", help: "give up on a call after this long, at least 0.001 (1 ms); exit 68",
+                   defaultValue: "10"),
+        OptionSpec(name: "--json", help: "print Protobuf's canonical JSON mapping of the answer, and errors as {\"code\": ..., \"message\": ...}"),
+        OptionSpec(name: "--emit-defaults", help: "with --json (and in call), also print fields that hold their default"),
+        OptionSpec(name: "--verbose", shortName: "v", help: "on standard error: the socket, each request's id, the deadline sent and the time taken"),
     ]
 
-    init(_ parsed: ParsedArguments, help: String) throws(UsageError) {
-        if let s = parsed.values["--socket"] { socketPath = s }
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+        if let s = parsed.values["--socket"] {
+            guard !s.isEmpty else { throw UsageError("--socket needs a non-empty path") }
+            guard s.utf8.count <= 107 || s.hasPrefix("@") else {
+                throw UsageError("--socket: a socket path holds at most 107 bytes, this one \(s.utf8.count)")
+            }
+            socketPath = s
+        }
         if let t = parsed.values["--timeout"] {
-            guard let v = Double(t), v > 0, v <= 86_400 else {
-                throw UsageError("--timeout must be a number of seconds above 0, not \"\(t)\"", help: help)
+            // Deadlines go to groserd in whole milliseconds, and 0 there
+            // means none: a shorter timeout cannot be sent as asked.
+            guard let v = Double(t), v.isFinite, v >= 0.001, v <= 86_400 else {
+                throw UsageError("--timeout must be a number of seconds from 0.001 (1 ms) to 86400, not \"\(t)\"")
             }
             timeout = v
         }
         json = parsed.flags.contains("--json")
         emitDefaults = parsed.flags.contains("--emit-defaults")
+        verbose = parsed.flags.contains("--verbose")
     }
 }
 
@@ -37,10 +51,30 @@ struct Context {
     var options: GlobalOptions
     var settingsPath: String
     var out: (String) -> Void
+    var output: Output
+
+    /// True once standard output failed: loops stop writing.
+    var outputFailed: Bool { output.failure != nil }
 
     func client() -> GroserClient {
-        if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout) }
-        return GroserClient(timeout: options.timeout)
+        let trace: (@Sendable (CallTrace) -> Void)? = options.verbose ? { @Sendable t in Context.printTrace(t) } : nil
+        if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout, trace: trace) }
+        return GroserClient(timeout: options.timeout, trace: trace)
+    }
+
+    /// One -v line per call, like curl -v's: on stderr, never mixed into the answer.
+    static func printTrace(_ t: CallTrace) {
+        var line = "groser-client: \(t.socketPath): request \(t.requestID)"
+        line += t.deadlineMilliseconds == 0 ? ", no deadline (a stream)" : ", deadline \(t.deadlineMilliseconds) ms"
+        if let ns = t.elapsedNanoseconds {
+            let micros = ns / 1000
+            line += ", \(micros / 1000).\(String(repeating: "0", count: 3 - String(micros % 1000).count))\(micros % 1000) ms"
+        }
+        switch t.outcome {
+        case .success(let status): line += t.elapsedNanoseconds == nil ? ": opened" : ": \(status.code)"
+        case .failure(let error): line += ": \(error)"
+        }
+        StandardStreams.err(Terminal.safe(line) + "\n")
     }
 
     /// The session saved for `client`'s daemon. A legacy `session=` line
@@ -67,6 +101,14 @@ struct Context {
         out(options.json ? ProtoJSON.json(body(), emitDefaults: options.emitDefaults).rendered() + "\n" : human().text)
     }
 
+    /// `print` for a command that lists things: with `-o`, the list found
+    /// at `path` in the answer's JSON, in that format; else as `print`.
+    func printList(_ body: @autoclosure () -> ResponseBody, path: [String], format: ListFormat?,
+                   human: @autoclosure () -> TerminalText) {
+        guard let format else { return print(body(), human: human()) }
+        out(format.render(ProtoJSON.json(body(), emitDefaults: format == .tsv || options.emitDefaults), path: path))
+    }
+
     /// The same for an answer that is one message of the protocol but no
     /// method's whole response body.
     func print(message: @autoclosure () throws -> ProtoMessage, human: @autoclosure () -> TerminalText) rethrows {
@@ -74,68 +116,116 @@ struct Context {
     }
 }
 
-/// A subcommand: its name, help, options, and what it does.
-struct Subcommand: Sendable {
-    var name: String
-    var usage: String
-    var abstract: String
-    var options: [OptionSpec] = []
-    var positionals: [(String, String)] = []
-    /// Prints JSON whether or not --json is given (`call`): errors too.
-    var alwaysJSON = false
-    /// Checks the parsed words and returns the action, before anything runs.
-    var validate: @Sendable (ParsedArguments, String) throws(UsageError) -> (Context) throws -> Void
+/// `-o`: a list as a JSON array, JSON lines, or tab-separated values with
+/// a header, each element as Protobuf's JSON mapping writes it.
+enum ListFormat: String, CaseIterable {
+    case json, jsonl, tsv
 
-    var help: String {
-        var text = "usage: groser-client \(usage)\n\n\(abstract)\n"
-        if !positionals.isEmpty {
-            text += "\narguments:\n"
-            for (name, help) in positionals { text += "  " + pad(name) + help + "\n" }
-        }
-        text += "\noptions:\n"
-        for spec in options + GlobalOptions.specs {
-            text += "  " + pad(spec.name + (spec.valueName.map { " " + $0 } ?? "")) + spec.help + "\n"
-        }
-        return text
+    static let option = OptionSpec(name: "--output", shortName: "o", valueName: "FORMAT",
+                                   help: "print the list as a JSON array, JSON lines, or tab-separated values with a header row",
+                                   choices: allCases.map(\.rawValue))
+
+    /// The format -o names, if given (the parser has checked the choice).
+    init?(_ parsed: ParsedArguments) {
+        guard let text = parsed.values["--output"] else { return nil }
+        self.init(rawValue: text)
     }
 
-    private func pad(_ s: String) -> String { s.count >= 22 ? s + "  " : s + String(repeating: " ", count: 24 - s.count) }
+    func render(_ answer: JSON, path: [String]) -> String {
+        var list = answer
+        for key in path {
+            guard case .object(let members) = list, let next = members.first(where: { $0.0 == key })?.1 else { list = .array([]); break }
+            list = next
+        }
+        guard case .array(let items) = list else { return self == .json ? "[]\n" : "" }
+        switch self {
+        case .json: return JSON.array(items).rendered() + "\n"
+        case .jsonl: return items.map { $0.compact() + "\n" }.joined()
+        case .tsv:
+            // Nested messages flatten to dotted columns (price.minorUnits);
+            // lists stay JSON in their cell.
+            let rows = items.map { Self.flatten($0, prefix: "") }
+            var columns: [String] = []
+            for row in rows { for (key, _) in row where !columns.contains(key) { columns.append(key) } }
+            var text = columns.joined(separator: "\t") + "\n"
+            for row in rows {
+                text += columns.map { c in Self.cell(row.first { $0.0 == c }?.1 ?? "") }.joined(separator: "\t") + "\n"
+            }
+            return text
+        }
+    }
+
+    private static func flatten(_ value: JSON, prefix: String) -> [(String, String)] {
+        switch value {
+        case .object(let members):
+            return members.flatMap { flatten($0.1, prefix: prefix.isEmpty ? $0.0 : prefix + "." + $0.0) }
+        case .string(let s): return [(prefix, s)]
+        case .number(let n): return [(prefix, n)]
+        case .bool(let b): return [(prefix, b ? "true" : "false")]
+        case .null: return [(prefix, "")]
+        case .array: return [(prefix, value.compact())]
+        }
+    }
+
+    /// A tab, newline or backslash in a value would break the row: escaped.
+    private static func cell(_ s: String) -> String {
+        guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return s }
+        var out = ""
+        for c in s {
+            switch c {
+            case "\t": out += "\\t"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\\": out += "\\\\"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, getStore, shelf, search, setCity, info, watch, stats, cart, checkout, orders, register, login, logout,
-                                    whoami, admin, list, describe, call]
+    static let all: [Subcommand] = [cities, getStore, shelf, search, setCity, info, latency, watch, stats, cart, checkout, orders,
+                                    register, login, logout, whoami, admin, list, describe, call]
+
+    /// Commands that print JSON whether or not --json is given: errors too.
+    static let alwaysJSON: Set<String> = ["call"]
+
+    static let storeSelection = [
+        OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB: its default store"),
+        OptionSpec(name: "--store", valueName: "UID", help: "a store uid, e.g. store-spb-2"),
+    ]
+
+    /// --city and --store, checked: at most one, neither empty.
+    static func storeChoice(_ parsed: ParsedArguments) throws(UsageError) -> (city: String?, store: String?) {
+        let city = parsed.values["--city"]
+        let store = parsed.values["--store"]
+        if city != nil && store != nil { throw UsageError("give --city or --store, not both") }
+        if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value") }
+        return (city, store)
+    }
 
     static let cities = Subcommand(
-        name: "cities", usage: "cities [--json]",
+        name: "cities",
         abstract: "Lists the cities groser delivers to, with their stores and default store.",
-        validate: { (parsed, help) throws(UsageError) in
-            try noPositionals(parsed, help)
-            return { (ctx) throws in
+        options: [ListFormat.option],
+        validate: { parsed throws(UsageError) in
+            let format = ListFormat(parsed)
+            return { ctx in
                 let list = try ctx.client().listCities()
-                ctx.print(.listCities(list), human: HumanOutput.cities(list))
+                ctx.printList(.listCities(list), path: ["cities"], format: format, human: HumanOutput.cities(list))
             }
         })
 
     static let getStore = Subcommand(
-        name: "get-store", usage: "get-store [--city CODE | --store UID] [--products] [--json]",
-        abstract: """
-        Shows a store's departments and shelves; a city means its default store.
-        Without --city or --store, the city saved by set-city is used.
-        """,
-        options: [
-            OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB"),
-            OptionSpec(name: "--store", valueName: "UID", help: "a store uid, e.g. store-spb-2"),
-            OptionSpec(name: "--products", valueName: nil, help: "list every shelf's products"),
-        ],
-        validate: { (parsed, help) throws(UsageError) in
-            try noPositionals(parsed, help)
-            let city = parsed.values["--city"]
-            let store = parsed.values["--store"]
-            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
-            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+        name: "get-store",
+        abstract: "Shows a store's departments and shelves; a city means its default store.",
+        discussion: "Without --city or --store, the city saved by set-city is used.",
+        options: storeSelection + [OptionSpec(name: "--products", help: "list every shelf's products")],
+        validate: { parsed throws(UsageError) in
+            let (city, store) = try storeChoice(parsed)
             let products = parsed.flags.contains("--products")
-            return { (ctx) throws in
+            return { ctx in
                 let selector = try ctx.storeSelector(city: city, store: store)
                 let v = products ? try ctx.client().storeWithProducts(selector) : try ctx.client().store(selector)
                 ctx.print(.getStore(v), human: HumanOutput.store(v, includeProducts: products))
@@ -143,28 +233,29 @@ enum Commands {
         })
 
     static let shelf = Subcommand(
-        name: "shelf", usage: "shelf UID [--json]",
+        name: "shelf",
         abstract: "Shows one shelf's products, sorted by name.",
-        positionals: [("UID", "the shelf's uid, as get-store prints it")],
-        validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 1, let uid = parsed.positionals.first, !uid.isEmpty else {
-                throw UsageError("shelf needs exactly one shelf uid", help: help)
-            }
-            return { (ctx) throws in
+        options: [ListFormat.option],
+        arguments: [ArgumentSpec("UID", "the shelf's uid, as get-store prints it")],
+        validate: { parsed throws(UsageError) in
+            let uid = parsed.positionals[0]
+            guard !uid.isEmpty else { throw UsageError("the shelf uid is empty") }
+            let format = ListFormat(parsed)
+            return { ctx in
                 let v = try ctx.client().shelf(uid)
-                ctx.print(.getShelf(v), human: HumanOutput.shelf(v))
+                ctx.printList(.getShelf(v), path: ["shelf", "products"], format: format, human: HumanOutput.shelf(v))
             }
         })
 
     static let setCity = Subcommand(
-        name: "set-city", usage: "set-city CODE [--json]",
+        name: "set-city",
         abstract: "Checks the city with groserd and saves it; get-store without --city then uses it.",
-        positionals: [("CODE", "a city code, e.g. SPB")],
-        validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 1, let code = parsed.positionals.first, !code.isEmpty else {
-                throw UsageError("set-city needs exactly one city code", help: help)
-            }
-            return { (ctx) throws in
+        arguments: [ArgumentSpec("CODE", "a city code, e.g. SPB")],
+        exitCodes: [ExitCodeSpec(69, "no city has that code (NOT_FOUND); the saved city is left as it was")],
+        validate: { parsed throws(UsageError) in
+            let code = parsed.positionals[0]
+            guard !code.isEmpty else { throw UsageError("the city code is empty") }
+            return { ctx in
                 let list = try ctx.client().listCities()
                 guard let city = list.cities.first(where: { $0.code.uppercased() == code.uppercased() }) else {
                     let codes = list.cities.map(\.code).joined(separator: ", ")
@@ -179,18 +270,13 @@ enum Commands {
         })
 
     static let info = Subcommand(
-        name: "info", usage: "info [--json]",
+        name: "info",
         abstract: "Shows the server's version, protocol, uptime, catalog version and methods.",
-        validate: { (parsed, help) throws(UsageError) in
-            try noPositionals(parsed, help)
-            return { (ctx) throws in
+        validate: { _ throws(UsageError) in
+            return { ctx in
                 let client = ctx.client()
                 let v = try client.serverInfo()
                 ctx.print(.serverInfo(v), human: HumanOutput.info(v, socket: client.socketPath))
             }
         })
-
-    private static func noPositionals(_ parsed: ParsedArguments, _ help: String) throws(UsageError) {
-        if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
-    }
 }

@@ -1,4 +1,5 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
 extension Commands {
@@ -7,128 +8,154 @@ extension Commands {
         OptionSpec(name: "--store", valueName: "UID", help: "the store whose cart to use"),
     ]
 
+    private static func quantity(_ text: String) throws(UsageError) -> UInt32 {
+        guard let n = UInt32(text) else { throw UsageError("\"\(text)\" is not a whole number of items") }
+        return n
+    }
+
     static let cart = Subcommand(
-        name: "cart", usage: "cart [--accept-prices | add PRODUCT [--qty N] | set PRODUCT N | remove PRODUCT [--yes] | clear] [--city CODE | --store UID]",
-        abstract: """
-        Shows or changes the cart at a store (by default the saved city's default store).
-          cart                      show the cart with line totals and the subtotal; looking changes
-                                    nothing (a changed price stays marked until it is accepted)
-          cart --accept-prices      show the cart and accept its changed prices (a new cart version)
-          cart add PRODUCT          add one (or --qty N) of a product
-          cart set PRODUCT N        set a line's quantity; 0 removes it
-          cart remove PRODUCT       remove a line (asks first on a terminal; --yes skips the question)
-          cart clear                empty the cart
-        The session is opened on first use and saved beside the city, so carts continue across runs.
+        name: "cart",
+        abstract: "Shows or changes the cart at a store (by default the saved city's default store).",
+        discussion: """
+        Without a subcommand, shows the cart with line totals and the subtotal. Looking changes nothing: a price \
+        changed since the customer accepted it stays marked, and checkout refuses it, until cart --accept-prices \
+        accepts it (a new cart version). The session is opened on first use and saved beside the city, so carts \
+        continue across runs. A change that got no answer (exit 68) may have been applied: its idempotency key is \
+        printed, and the same command with --idempotency-key KEY retries it, applied at most once.
         """,
-        options: storeOptions + [
-            OptionSpec(name: "--qty", valueName: "N", help: "how many to add (default: 1)"),
-            OptionSpec(name: "--yes", valueName: nil, help: "remove without asking"),
-            OptionSpec(name: "--accept-prices", valueName: nil, help: "accept the changed prices the cart shows"),
-            idempotencyKeyOption,
-        ],
-        validate: { (parsed, help) throws(UsageError) in
-            let store = try StoreChoice(parsed, help: help)
-            let words = parsed.positionals
+        options: [OptionSpec(name: "--accept-prices", help: "accept the changed prices the cart shows")] + storeOptions,
+        subcommands: [cartAdd, cartSet, cartRemove, cartClear],
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
             let accept = parsed.flags.contains("--accept-prices")
+            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                try client.cart(session: session, storeUID: storeUID, acceptPrices: accept)
+            } }
+        })
+
+    static let cartAdd = Subcommand(
+        name: "add",
+        abstract: "Adds one (or --qty N) of a product to the cart.",
+        options: [OptionSpec(name: "--qty", valueName: "N", help: "how many to add", defaultValue: "1"), idempotencyKeyOption] + storeOptions,
+        arguments: [ArgumentSpec("PRODUCT", "the product's uid")],
+        exitCodes: [ExitCodeSpec(73, "out of stock, or the line would exceed the most one line holds (FAILED_PRECONDITION)")],
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
+            let product = parsed.positionals[0]
+            let n = try quantity(parsed.values["--qty"] ?? "1")
             let key = parsed.values["--idempotency-key"] ?? newKey()
-            if accept && !words.isEmpty { throw UsageError("--accept-prices goes with cart alone, not with cart \(words[0])", help: help) }
-            let qtyText = parsed.values["--qty"]
-            func quantity(_ text: String) throws(UsageError) -> UInt32 {
-                guard let n = UInt32(text) else { throw UsageError("\"\(text)\" is not a whole number of items", help: help) }
-                return n
+            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                try retryable(key) { try client.addItem(mutation(session, storeUID, key), productUID: product, quantity: n) }
+            } }
+        })
+
+    static let cartSet = Subcommand(
+        name: "set",
+        abstract: "Sets a line's quantity; 0 removes the line.",
+        options: [idempotencyKeyOption] + storeOptions,
+        arguments: [ArgumentSpec("PRODUCT", "the product's uid"), ArgumentSpec("N", "the quantity")],
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
+            let product = parsed.positionals[0]
+            let n = try quantity(parsed.positionals[1])
+            let key = parsed.values["--idempotency-key"] ?? newKey()
+            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                try retryable(key) { try client.setQuantity(mutation(session, storeUID, key), productUID: product, quantity: n) }
+            } }
+        })
+
+    static let cartRemove = Subcommand(
+        name: "remove",
+        abstract: "Removes a line from the cart, asking first on a terminal.",
+        options: [OptionSpec(name: "--yes", help: "remove without asking"), idempotencyKeyOption] + storeOptions,
+        arguments: [ArgumentSpec("PRODUCT", "the product's uid")],
+        exitCodes: [ExitCodeSpec(130, "the question was answered no; nothing was changed")],
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
+            let product = parsed.positionals[0]
+            let yes = parsed.flags.contains("--yes")
+            let key = parsed.values["--idempotency-key"] ?? newKey()
+            if !yes && !Terminal.inputIsTerminal {
+                throw UsageError("cart remove asks for confirmation, and there is no terminal to ask on; add --yes")
             }
-            switch words.first {
-            case nil:
-                return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try client.cart(session: session, storeUID: storeUID, acceptPrices: accept)
-                } }
-            case "add":
-                guard words.count == 2 else { throw UsageError("cart add needs exactly one product uid", help: help) }
-                let n = try quantity(qtyText ?? "1")
-                return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try retryable(key) { try client.addItem(mutation(session, storeUID, key), productUID: words[1], quantity: n) }
-                } }
-            case "set":
-                guard words.count == 3 else { throw UsageError("cart set needs a product uid and a quantity", help: help) }
-                let n = try quantity(words[2])
-                return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try retryable(key) { try client.setQuantity(mutation(session, storeUID, key), productUID: words[1], quantity: n) }
-                } }
-            case "remove":
-                guard words.count == 2 else { throw UsageError("cart remove needs exactly one product uid", help: help) }
-                let yes = parsed.flags.contains("--yes")
-                if !yes && !Terminal.inputIsTerminal {
-                    throw UsageError("cart remove asks for confirmation, and there is no terminal to ask on; add --yes")
-                }
-                return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    if !yes {
-                        let current = try client.cart(session: session, storeUID: storeUID)
-                        guard let line = current.lines.first(where: { $0.productUID == words[1] }) else {
-                            throw GroserError.server(Status(.notFound, "The product \"\(words[1])\" is not in the cart."))
-                        }
-                        guard Terminal.confirm(TerminalText("Remove \(line.name) from the cart?").text) else {
-                            throw Cancelled()
-                        }
+            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                if !yes {
+                    let current = try client.cart(session: session, storeUID: storeUID)
+                    guard let line = current.lines.first(where: { $0.productUID == product }) else {
+                        throw GroserError.server(Status(.notFound, "The product \"\(product)\" is not in the cart."))
                     }
-                    return try retryable(key) { try client.removeItem(mutation(session, storeUID, key), productUID: words[1]) }
-                } }
-            case "clear":
-                guard words.count == 1 else { throw UsageError("cart clear takes no arguments", help: help) }
-                return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                    try retryable(key) { try client.clearCart(mutation(session, storeUID, key)) }
-                } }
-            case let other?:
-                throw UsageError("unknown cart action \"\(other)\" (add, set, remove, clear)", help: help)
-            }
+                    guard Terminal.confirm(TerminalText("Remove \(line.name) from the cart?").text) else {
+                        throw Cancelled()
+                    }
+                }
+                return try retryable(key) { try client.removeItem(mutation(session, storeUID, key), productUID: product) }
+            } }
+        })
+
+    static let cartClear = Subcommand(
+        name: "clear",
+        abstract: "Empties the cart.",
+        options: [idempotencyKeyOption] + storeOptions,
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
+            let key = parsed.values["--idempotency-key"] ?? newKey()
+            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+                try retryable(key) { try client.clearCart(mutation(session, storeUID, key)) }
+            } }
         })
 
     static let checkout = Subcommand(
-        name: "checkout", usage: "checkout --exp MM/YY --name HOLDER --address ADDRESS [--expect-version N] [--card-from-stdin] [--city CODE | --store UID]",
-        abstract: """
-        Pays for the cart by card and places the order. The card number and then the CVC are read
-        from a prompt with echo off, or with --card-from-stdin as the first and second lines of
-        standard input; never from an argument. The order is for the cart as shown: the version
-        `cart` printed (--expect-version N), else the cart checkout shows before asking for the
-        card; a cart changed since is refused. If prices changed since they were accepted, checkout
-        shows them and stops (exit 73); `cart --accept-prices` accepts them.
+        name: "checkout",
+        abstract: "Pays for the cart by card and places the order.",
+        discussion: """
+        The card number and then the CVC are read from a prompt with echo off, or with --card-from-stdin as the \
+        first and second lines of standard input; never from an argument. The order is for the cart as shown: the \
+        version cart printed (--expect-version N), else the cart checkout shows before asking for the card; a cart \
+        changed since is refused (exit 74). If prices changed since they were accepted, checkout shows them and \
+        stops before asking for the card (exit 74, ABORTED: the prices must be looked at and accepted with cart \
+        --accept-prices, unlike out of stock, 73, where the cart must change first).
         """,
-        options: storeOptions + [
-            OptionSpec(name: "--exp", valueName: "MM/YY", help: "the card's expiry month and year (MM/YY or MM/YYYY)"),
-            OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card"),
-            OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver"),
-            OptionSpec(name: "--card-from-stdin", valueName: nil, help: "read the number and CVC from standard input"),
-            OptionSpec(name: "--expect-version", valueName: "N", help: "the cart version the customer confirmed (as `cart` printed it)"),
+        options: [
+            OptionSpec(name: "--exp", valueName: "MM/YY", help: "the card's expiry month and year (MM/YY or MM/YYYY)", isRequired: true),
+            OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card", isRequired: true),
+            OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver", isRequired: true),
+            OptionSpec(name: "--card-from-stdin", help: "read the number and CVC from standard input"),
+            OptionSpec(name: "--expect-version", valueName: "N", help: "the cart version the customer confirmed (as cart printed it)"),
             idempotencyKeyOption,
+        ] + storeOptions,
+        exitCodes: [
+            ExitCodeSpec(73, "a product is out of stock or no longer sold, or the cart is empty (FAILED_PRECONDITION)"),
+            ExitCodeSpec(74, "prices changed since they were accepted (cart --accept-prices accepts them), or the cart is not at the expected version (ABORTED)"),
+            ExitCodeSpec(130, "the card prompt was cancelled (Ctrl-C or Ctrl-D); nothing was paid"),
         ],
-        validate: { (parsed, help) throws(UsageError) in
-            let store = try StoreChoice(parsed, help: help)
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
-            guard let exp = parsed.values["--exp"], let holder = parsed.values["--name"],
-                  let address = parsed.values["--address"] else {
-                throw UsageError("checkout needs --exp, --name and --address", help: help)
-            }
+        validate: { parsed throws(UsageError) in
+            let store = try StoreChoice(parsed)
+            let exp = parsed.values["--exp"]!, holder = parsed.values["--name"]!, address = parsed.values["--address"]!
             let parts = exp.split(separator: "/")
             guard parts.count == 2, let month = UInt32(parts[0]), let year = UInt32(parts[1]),
                   parts[0].count <= 2, parts[1].count == 2 || parts[1].count == 4 else {
-                throw UsageError("--exp must look like MM/YY or MM/YYYY, not \"\(exp)\"", help: help)
+                throw UsageError("--exp must look like MM/YY or MM/YYYY, not \"\(exp)\"")
             }
             var expected: UInt64?
             if let text = parsed.values["--expect-version"] {
-                guard let n = UInt64(text), n > 0 else { throw UsageError("--expect-version must be a cart version (1 or more), not \"\(text)\"", help: help) }
+                guard let n = UInt64(text), n > 0 else { throw UsageError("--expect-version must be a cart version (1 or more), not \"\(text)\"") }
                 expected = n
             }
             let fromStdin = parsed.flags.contains("--card-from-stdin")
             let key = parsed.values["--idempotency-key"] ?? newKey()
             if !fromStdin && !Terminal.inputIsTerminal {
-                throw UsageError("no terminal to read the card from; pipe the number and CVC with --card-from-stdin", help: help)
+                throw UsageError("no terminal to read the card from; pipe the number and CVC with --card-from-stdin")
             }
             return { ctx in
                 try withSession(ctx, store) { client, session, storeUID in
                     let cart = try client.cart(session: session, storeUID: storeUID)
                     let changed = cart.lines.filter(\.priceChanged)
                     if !changed.isEmpty {
+                        // ABORTED, not FAILED_PRECONDITION: nothing in the
+                        // cart needs to change, only the buyer's consent to
+                        // the prices (cart --accept-prices), as for a stale version.
                         let list = changed.map { "\($0.name) \($0.previousPrice.map(HumanOutput.price) ?? "?") → \(HumanOutput.price($0.unitPrice))" }
-                        throw GroserError.server(Status(.failedPrecondition,
+                        throw GroserError.server(Status(.aborted,
                             "Prices changed since they were accepted: \(list.joined(separator: "; ")). "
                             + "Run 'groser-client cart --accept-prices' to accept them, then check out again."))
                     }
@@ -141,14 +168,13 @@ extension Commands {
                     if fromStdin {
                         number = Terminal.readLine()
                         cvc = Terminal.readLine()
+                        guard number != nil, cvc != nil else { throw UsageError("the card number and CVC were not given") }
                     } else {
                         StandardStreams.err(TerminalText("Paying \(HumanOutput.price(cart.subtotal)) for \(cart.itemCount) items at \(storeUID).\n").text)
                         number = Terminal.readSecret(prompt: "Card number: ")
-                        cvc = Terminal.readSecret(prompt: "CVC: ")
+                        cvc = number == nil ? nil : Terminal.readSecret(prompt: "CVC: ")
                     }
-                    guard let number, let cvc else {
-                        throw UsageError("the card number and CVC were not given")
-                    }
+                    guard let number, let cvc else { throw Cancelled() }
                     let order = try retryable(key) { try client.checkout(CheckoutDetails(
                         session: session, storeUID: storeUID, expectedVersion: expected ?? cart.version, deliveryAddress: address,
                         card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
@@ -160,93 +186,103 @@ extension Commands {
         })
 
     static let orders = Subcommand(
-        name: "orders", usage: "orders [--json]",
+        name: "orders",
         abstract: "Lists this session's orders, newest first.",
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+        options: [ListFormat.option],
+        validate: { parsed throws(UsageError) in
+            let format = ListFormat(parsed)
             return { ctx in
                 let client = ctx.client()
                 let settings = try ClientSettings.load(from: ctx.settingsPath)
                 guard let session = ctx.savedSession(settings, client) else {
-                    ctx.print(.listOrders([]), human: "No orders yet.\n")
+                    ctx.printList(.listOrders([]), path: ["orders"], format: format, human: "No orders yet.\n")
                     return
                 }
                 let orders = try client.orders(session: session)
-                ctx.print(.listOrders(orders),
-                          human: orders.isEmpty ? "No orders yet.\n"
-                                                : TerminalText.joined(orders.map(HumanOutput.order), separator: "\n"))
+                ctx.printList(.listOrders(orders), path: ["orders"], format: format,
+                              human: orders.isEmpty ? "No orders yet.\n"
+                                                    : TerminalText.joined(orders.map(HumanOutput.order), separator: "\n"))
             }
         })
 
+    static let adminCodes = [
+        ExitCodeSpec(71, "this user may not change the catalog (PERMISSION_DENIED): only groserd's own user, root and members of groserd's --admin-group may"),
+    ]
+
     static let admin = Subcommand(
-        name: "admin", usage: "admin set-product PRODUCT [--price AMOUNT] [--stock N] | import FILE [--replace] | export [--store UID] [--output FILE]",
-        abstract: """
-        Operators: set-product changes a product's price (in the currency's units, e.g. 89.90) and/or stock;
-        import streams a catalog file (docs/CATALOG.md) into groserd, all or nothing; export writes the catalog
-        (or one store) in the same format. Only groserd's own user, root and --admin-group members may;
-        others get PERMISSION_DENIED (exit 71). A refused import file exits 67 and changes nothing.
+        name: "admin",
+        abstract: "Operators' commands: change a product, import or export the catalog.",
+        discussion: """
+        Only groserd's own user, root and members of the group groserd was started with as --admin-group may \
+        run them; others get PERMISSION_DENIED (exit 71).
         """,
+        subcommands: [adminSetProduct, adminImport, adminExport],
+        exitCodes: adminCodes)
+
+    static let adminSetProduct = Subcommand(
+        name: "set-product",
+        abstract: "Changes a product's price and/or stock.",
         options: [
-            OptionSpec(name: "--price", valueName: "AMOUNT", help: "set-product: the new price, e.g. 89.90"),
-            OptionSpec(name: "--stock", valueName: "N", help: "set-product: the new stock count"),
-            OptionSpec(name: "--replace", valueName: nil, help: "import: also remove what the file does not name in the stores it covers"),
-            OptionSpec(name: "--store", valueName: "UID", help: "export: only this store (and its city)"),
-            OptionSpec(name: "--output", valueName: "FILE", help: "export: write to FILE instead of standard output"),
+            OptionSpec(name: "--price", valueName: "AMOUNT", help: "the new price in the currency's units, e.g. 89.90"),
+            OptionSpec(name: "--stock", valueName: "N", help: "the new stock count"),
         ],
-        validate: { (parsed, help) throws(UsageError) in
-            switch parsed.positionals.first {
-            case "import":
-                guard parsed.positionals.count == 2 else { throw UsageError("admin import needs: import FILE [--replace]", help: help) }
-                let path = parsed.positionals[1]
-                let replace = parsed.flags.contains("--replace")
-                return { ctx in try CatalogTransfer.importFile(path, replace: replace, ctx) }
-            case "export":
-                guard parsed.positionals.count == 1 else { throw UsageError("admin export takes no file; use --output FILE", help: help) }
-                let store = parsed.values["--store"] ?? ""
-                let output = parsed.values["--output"]
-                return { ctx in try CatalogTransfer.export(store: store, output: output, ctx) }
-            case "set-product":
-                break
-            default:
-                throw UsageError("admin needs: set-product PRODUCT [--price AMOUNT] [--stock N], import FILE or export", help: help)
-            }
-            guard parsed.positionals.count == 2 else {
-                throw UsageError("admin needs: set-product PRODUCT [--price AMOUNT] [--stock N]", help: help)
-            }
-            let product = parsed.positionals[1]
+        arguments: [ArgumentSpec("PRODUCT", "the product's uid")],
+        validate: { parsed throws(UsageError) in
+            let product = parsed.positionals[0]
             var price: Int64?
             if let text = parsed.values["--price"] {
                 guard let minor = parseAmount(text) else {
-                    throw UsageError("--price must be an amount like 89.90, not \"\(text)\"", help: help)
+                    throw UsageError("--price must be an amount like 89.90, not \"\(text)\"")
                 }
                 price = minor
             }
             var stock: UInt32?
             if let text = parsed.values["--stock"] {
-                guard let n = UInt32(text) else { throw UsageError("--stock must be a whole number, not \"\(text)\"", help: help) }
+                guard let n = UInt32(text) else { throw UsageError("--stock must be a whole number, not \"\(text)\"") }
                 stock = n
             }
-            guard price != nil || stock != nil else { throw UsageError("give --price, --stock or both", help: help) }
+            guard price != nil || stock != nil else { throw UsageError("give --price, --stock or both") }
             return { ctx in
                 let r = try ctx.client().setProduct(ProductUpdate(productUID: product, priceMinorUnits: price, stock: stock))
                 ctx.print(.setProduct(r),
                           human: "\(r.product.name): \(HumanOutput.price(r.product.price)), stock \(r.stock) · catalog version \(r.catalogVersion)\n")
             }
         })
-}
 
-/// The person answered no.
-struct Cancelled: Error {}
+    static let adminImport = Subcommand(
+        name: "import",
+        abstract: "Streams a catalog file (docs/CATALOG.md) into groserd, all or nothing.",
+        discussion: "Every line is checked before anything is sent; a refused file changes nothing.",
+        options: [OptionSpec(name: "--replace", help: "also remove what the file does not name in the stores it covers")],
+        arguments: [ArgumentSpec("FILE", "the catalog file", takesFile: true)],
+        exitCodes: [ExitCodeSpec(67, "the file was refused (INVALID_ARGUMENT); every bad line is named and nothing was imported")],
+        validate: { parsed throws(UsageError) in
+            let path = parsed.positionals[0]
+            let replace = parsed.flags.contains("--replace")
+            return { ctx in try CatalogTransfer.importFile(path, replace: replace, ctx) }
+        })
+
+    static let adminExport = Subcommand(
+        name: "export",
+        abstract: "Writes the catalog (or one store) in the catalog file format.",
+        options: [
+            OptionSpec(name: "--store", valueName: "UID", help: "only this store (and its city)"),
+            OptionSpec(name: "--output", valueName: "FILE", help: "write to FILE instead of standard output", takesFile: true),
+        ],
+        validate: { parsed throws(UsageError) in
+            let store = parsed.values["--store"] ?? ""
+            let output = parsed.values["--output"]
+            return { ctx in try CatalogTransfer.export(store: store, output: output, ctx) }
+        })
+}
 
 /// Which store a cart command means.
 struct StoreChoice: Sendable {
     var city: String?
     var store: String?
 
-    init(_ parsed: ParsedArguments, help: String) throws(UsageError) {
-        city = parsed.values["--city"]
-        store = parsed.values["--store"]
-        if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
+    init(_ parsed: ParsedArguments) throws(UsageError) {
+        (city, store) = try Commands.storeChoice(parsed)
     }
 
     /// The store's uid: given, or the default store of the given or saved city.

@@ -1,4 +1,5 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
 /// grpcurl's and varlinkctl's verbs: the methods, the messages, and a call of
@@ -8,10 +9,9 @@ import GroserSystem
 /// listed, described and callable with no change here.
 extension Commands {
     static let list = Subcommand(
-        name: "list", usage: "list",
+        name: "list",
         abstract: "Lists every method with its request and response messages, one a line.",
-        validate: { (parsed, help) throws(UsageError) in
-            try noArguments(parsed, help)
+        validate: { parsed throws(UsageError) in
             return { ctx in
                 if ctx.options.json {
                     let methods = MethodTable.all.map { m in
@@ -36,18 +36,17 @@ extension Commands {
         })
 
     static let describe = Subcommand(
-        name: "describe", usage: "describe METHOD|MESSAGE",
-        abstract: """
-        Describes a method or a message, from the descriptors compiled in.
-        A method: its request and response messages, who may call it, whether a resend is safe, and its
-        request's fields. A message: each field's type, name, number, repeated or oneof, and the JSON
-        name call -d takes.
+        name: "describe",
+        abstract: "Describes a method or a message, from the descriptors compiled in.",
+        discussion: """
+        A method: its request and response messages, who may call it, whether a resend is safe, and its \
+        request's fields. A message: each field's type, name, number, repeated or oneof, and the JSON name \
+        call -d takes.
         """,
-        positionals: [("METHOD|MESSAGE", "a method as list names it (GetStore), or a message (GetStoreRequest, groser.v1.City)")],
-        validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 1, let name = parsed.positionals.first, !name.isEmpty else {
-                throw UsageError("describe needs exactly one method or message name", help: help)
-            }
+        arguments: [ArgumentSpec("METHOD|MESSAGE", "a method as list names it (GetStore), or a message (GetStoreRequest, groser.v1.City)")],
+        validate: { parsed throws(UsageError) in
+            let name = parsed.positionals[0]
+            guard !name.isEmpty else { throw UsageError("the method or message name is empty") }
             let trimmed = name.hasPrefix(".") ? String(name.dropFirst()) : name
             let text: String
             if let method = method(named: trimmed) {
@@ -64,31 +63,29 @@ extension Commands {
         })
 
     static let call = Subcommand(
-        name: "call", usage: "call METHOD [-d JSON | -d @FILE | -d -] [--count N]",
-        abstract: """
-        Sends any method's request, written as JSON, and prints the answer's body as JSON.
-        The request is Protobuf's JSON mapping of the method's request message (describe shows the fields;
-        lowerCamelCase or .proto names, 64-bit integers as strings or numbers, enums by name or number).
-        A refusal prints {"code": ..., "message": ...} on stdout and exits 64 + code. A streaming method
-        (Watch) prints each frame as one JSON line until the stream ends, --count frames came, or Ctrl-C.
-        Sessions are not opened or saved for you: pass them.
+        name: "call",
+        abstract: "Sends any method's request, written as JSON, and prints the answer's body as JSON.",
+        discussion: """
+        The request is Protobuf's JSON mapping of the method's request message (describe shows the fields; \
+        lowerCamelCase or .proto names, 64-bit integers as strings or numbers, enums by name or number). A refusal \
+        prints {"code": ..., "message": ...} on stdout and exits 64 + code; so does every other error, as with \
+        --json. A streaming method (Watch) prints each frame as one JSON line until the stream ends, --count \
+        frames came, or Ctrl-C. Sessions are not opened or saved for you: pass them.
         """,
         options: [
-            OptionSpec(name: "-d", valueName: "JSON", help: "the request: JSON text, @FILE to read it from a file, - from standard input (default: {})"),
+            OptionSpec(name: "-d", valueName: "JSON", help: "the request: JSON text, @FILE to read it from a file, - from standard input",
+                       defaultValue: "{}"),
             OptionSpec(name: "--count", valueName: "N", help: "streaming methods: stop after N frames"),
         ],
-        positionals: [("METHOD", "a method as list names it, e.g. GetStore")],
-        alwaysJSON: true,
-        validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 1, let name = parsed.positionals.first else {
-                throw UsageError("call needs exactly one method name (groser-client list names them)", help: help)
-            }
+        arguments: [ArgumentSpec("METHOD", "a method as list names it, e.g. GetStore")],
+        validate: { parsed throws(UsageError) in
+            let name = parsed.positionals[0]
             guard let method = method(named: name) else {
-                throw UsageError("no method is named \"\(name)\"; groser-client list names them", help: help)
+                throw UsageError("no method is named \"\(name)\"; groser-client list names them")
             }
             var count: Int?
             if let c = parsed.values["--count"] {
-                guard let v = Int(c), v > 0 else { throw UsageError("--count must be a whole number above 0, not \"\(c)\"", help: help) }
+                guard let v = Int(c), v > 0 else { throw UsageError("--count must be a whole number above 0, not \"\(c)\"") }
                 count = v
             }
             let data = parsed.values["-d"] ?? "{}"
@@ -121,7 +118,7 @@ extension Commands {
                         ctx.out(ProtoJSON.json(answer.body ?? ProtoMessage(ProtoSchema.responseMessage(for: method.field).fullName),
                                                emitDefaults: ctx.options.emitDefaults).compact() + "\n")
                         printed += 1
-                        return count.map { printed < $0 } ?? true
+                        return !ctx.outputFailed && (count.map { printed < $0 } ?? true)
                     }
                     if let refusal { throw GroserError.server(refusal) }
                     return
@@ -189,9 +186,5 @@ extension Commands {
 
     private static func pad(_ s: String, _ width: Int) -> String {
         s + String(repeating: " ", count: max(1, width - s.count))
-    }
-
-    private static func noArguments(_ parsed: ParsedArguments, _ help: String) throws(UsageError) {
-        if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
     }
 }

@@ -1,32 +1,30 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
 extension Commands {
     static let search = Subcommand(
-        name: "search", usage: "search QUERY [--city CODE | --store UID] [--in-stock] [--limit N] [--by-shelf] [--json]",
-        abstract: """
-        Searches a store's products, best first, with the matched words marked (bold on a terminal,
-        [in brackets] otherwise). Without --city or --store, the city saved by set-city is used.
+        name: "search",
+        abstract: "Searches a store's products, best first, with the matched words marked.",
+        discussion: """
+        Matched words are bold on a terminal, [in brackets] otherwise. Without --city or --store, the city saved \
+        by set-city is used.
         """,
         options: [
-            OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB: its default store"),
-            OptionSpec(name: "--store", valueName: "UID", help: "a store uid, e.g. store-spb-2"),
+            ListFormat.option,
+        ] + storeSelection + [
             OptionSpec(name: "--in-stock", valueName: nil, help: "leave out products that are out of stock"),
-            OptionSpec(name: "--limit", valueName: "N", help: "show at most N products, 1 to 100 (default: 10)"),
+            OptionSpec(name: "--limit", valueName: "N", help: "show at most N products, 1 to 100", defaultValue: "10"),
             OptionSpec(name: "--by-shelf", valueName: nil, help: "group the products shelf by shelf"),
         ],
-        positionals: [("QUERY", "what to look for, e.g. \"молоко 3,2\"; quote several words")],
-        validate: { (parsed, help) throws(UsageError) in
-            guard parsed.positionals.count == 1, let query = parsed.positionals.first else {
-                throw UsageError("search needs exactly one query (quote several words)", help: help)
-            }
-            let city = parsed.values["--city"]
-            let store = parsed.values["--store"]
-            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
-            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+        arguments: [ArgumentSpec("QUERY", "what to look for, e.g. \"молоко 3,2\"; quote several words")],
+        validate: { parsed throws(UsageError) in
+            let query = parsed.positionals[0]
+            let (city, store) = try storeChoice(parsed)
+            let format = ListFormat(parsed)
             var limit: UInt32 = 10
             if let l = parsed.values["--limit"] {
-                guard let n = UInt32(l), (1...100).contains(n) else { throw UsageError("--limit must be 1 to 100, not \"\(l)\"", help: help) }
+                guard let n = UInt32(l), (1...100).contains(n) else { throw UsageError("--limit must be 1 to 100, not \"\(l)\"") }
                 limit = n
             }
             let inStock = parsed.flags.contains("--in-stock")
@@ -34,8 +32,8 @@ extension Commands {
             return { (ctx) throws in
                 let selector = try ctx.storeSelector(city: city, store: store)
                 let v = try ctx.client().search(query, in: selector, pageSize: limit, inStockOnly: inStock, groupByShelf: byShelf)
-                ctx.print(.searchProducts(v),
-                          human: HumanOutput.search(v, marking: HumanOutput.usesColour ? .bold : .brackets, byShelf: byShelf))
+                ctx.printList(.searchProducts(v), path: ["hits"], format: format,
+                              human: HumanOutput.search(v, marking: HumanOutput.usesColour ? .bold : .brackets, byShelf: byShelf))
             }
         })
 }

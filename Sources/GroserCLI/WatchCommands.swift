@@ -1,34 +1,29 @@
 import GroserClient
+import GroserCommandLine
 import GroserSystem
 
 extension Commands {
     static let watch = Subcommand(
-        name: "watch", usage: "watch [--city CODE | --store UID] [--since VERSION] [--count N] [--json]",
-        abstract: """
-        Prints one line per change of a store's catalog as it happens (--json: one JSON object per line),
-        until interrupted. Reconnects by itself and resumes from the last version it printed.
-        Without --city or --store, the city saved by set-city is used.
+        name: "watch",
+        abstract: "Prints one line per change of a store's catalog as it happens, until interrupted.",
+        discussion: """
+        With --json, one JSON object per line. Reconnects by itself and resumes from the last version it printed. \
+        Without --city or --store, the city saved by set-city is used. Ctrl-C ends it with exit 130.
         """,
-        options: [
-            OptionSpec(name: "--city", valueName: "CODE", help: "a city code: its default store"),
-            OptionSpec(name: "--store", valueName: "UID", help: "a store uid"),
+        options: storeSelection + [
             OptionSpec(name: "--since", valueName: "VERSION", help: "the store version held: changes since are printed first"),
             OptionSpec(name: "--count", valueName: "N", help: "stop after N lines (the first, initial one included)"),
         ],
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
-            let city = parsed.values["--city"]
-            let store = parsed.values["--store"]
-            if city != nil && store != nil { throw UsageError("give --city or --store, not both", help: help) }
-            if city?.isEmpty == true || store?.isEmpty == true { throw UsageError("--city and --store need a non-empty value", help: help) }
+        validate: { parsed throws(UsageError) in
+            let (city, store) = try storeChoice(parsed)
             var since: UInt64 = 0
             if let s = parsed.values["--since"] {
-                guard let v = UInt64(s) else { throw UsageError("--since must be a store version (a whole number), not \"\(s)\"", help: help) }
+                guard let v = UInt64(s) else { throw UsageError("--since must be a store version (a whole number), not \"\(s)\"") }
                 since = v
             }
             var count: Int?
             if let c = parsed.values["--count"] {
-                guard let v = Int(c), v > 0 else { throw UsageError("--count must be a whole number above 0, not \"\(c)\"", help: help) }
+                guard let v = Int(c), v > 0 else { throw UsageError("--count must be a whole number above 0, not \"\(c)\"") }
                 count = v
             }
             return { ctx in
@@ -49,21 +44,21 @@ extension Commands {
                         ctx.out(HumanOutput.watchEvent(event).text)
                     }
                     printed += 1
-                    return count.map { printed < $0 } ?? true
+                    return !ctx.outputFailed && (count.map { printed < $0 } ?? true)
                 }
             }
         })
 
     static let stats = Subcommand(
-        name: "stats", usage: "stats [--prometheus | --json]",
-        abstract: """
-        Shows groserd's counters, per-method request counts and latency percentiles, errors by status,
-        customer-log batches and fsync latency, catalog size and memory, as Redis INFO does;
-        --prometheus prints the Prometheus text format (for node_exporter's textfile collector).
+        name: "stats",
+        abstract: "Shows groserd's counters, request counts and latency percentiles, as Redis INFO does.",
+        discussion: """
+        Per-method request counts and latency percentiles, errors by status, customer-log batches and fsync \
+        latency, catalog size and memory. --prometheus prints the Prometheus text format (for node_exporter's \
+        textfile collector).
         """,
         options: [OptionSpec(name: "--prometheus", valueName: nil, help: "print the Prometheus text exposition format")],
-        validate: { (parsed, help) throws(UsageError) in
-            if let extra = parsed.positionals.first { throw UsageError("unexpected argument \"\(extra)\"", help: help) }
+        validate: { parsed throws(UsageError) in
             let prometheus = parsed.flags.contains("--prometheus")
             return { ctx in
                 let s = try ctx.client().stats()

@@ -32,6 +32,7 @@ extension GroserClient {
         let socket = try openSocket()
         defer { socket.close() }
         let id: UInt64 = 1
+        trace?(CallTrace(socketPath: socketPath, requestID: id, deadlineMilliseconds: 0, elapsedNanoseconds: nil, outcome: .success(.ok)))
         let request = Framing.frame(ProtoMessage.request(id: id, deadlineMilliseconds: 0, method: method, body: body))
         try send(request, on: socket, seconds: defaultTimeout, deadline: monotonicNanoseconds() + UInt64(defaultTimeout * 1e9))
         var decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)

@@ -98,6 +98,7 @@ extension GroserClient {
     private func stream(on socket: Socket, _ selector: StoreSelector, since: UInt64, isStopped: () -> Bool,
                         onEvent: (WatchEvent) -> Bool) throws(GroserError) -> Bool {
         let watchID: UInt64 = 1
+        trace?(CallTrace(socketPath: socketPath, requestID: watchID, deadlineMilliseconds: 0, elapsedNanoseconds: nil, outcome: .success(.ok)))
         try sendAll(Framing.frame(Request(id: watchID, method: .watch(selector: selector, sinceVersion: since)).encoded()), socket)
         var decoder = FrameDecoder(maximumFrameBytes: 64 * 1024 * 1024)
         while true {

@@ -27,6 +27,9 @@ public final class GroserClient: Sendable {
     public let defaultTimeout: Double
     /// At most this many connections carry the async calls.
     public let maxConnections: Int
+    /// Told about every blocking call and every stream opened: what a
+    /// `-v` flag prints. Nil for no tracing.
+    public let trace: (@Sendable (CallTrace) -> Void)?
     /// The async calls' connections.
     private let pool = Locked<[PipelinedConnection]>([])
 
@@ -47,10 +50,13 @@ public final class GroserClient: Sendable {
     ///   - location: the socket; see `SocketLocation.fromEnvironment()`.
     ///   - timeout: seconds a call may take unless it says otherwise.
     ///   - maxConnections: how many connections async calls may spread over.
-    public init(location: SocketLocation, timeout: Double = 10, maxConnections: Int = 2) {
+    ///   - trace: told about each blocking call and stream (`CallTrace`).
+    public init(location: SocketLocation, timeout: Double = 10, maxConnections: Int = 2,
+                trace: (@Sendable (CallTrace) -> Void)? = nil) {
         self.location = location
         self.defaultTimeout = timeout
         self.maxConnections = max(1, maxConnections)
+        self.trace = trace
     }
 
     deinit {
@@ -59,13 +65,15 @@ public final class GroserClient: Sendable {
 
     /// A client of groserd's default socket: `$GROSER_SOCKET` (used as
     /// given), else the per-user default (its directory checked).
-    public convenience init(timeout: Double = 10) {
-        self.init(location: .fromEnvironment(), timeout: timeout)
+    public convenience init(timeout: Double = 10, trace: (@Sendable (CallTrace) -> Void)? = nil) {
+        self.init(location: .fromEnvironment(), timeout: timeout, trace: trace)
     }
 
     /// A client of the socket at `socketPath`, used as given.
-    public convenience init(socketPath: String, timeout: Double = 10, maxConnections: Int = 2) {
-        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout, maxConnections: maxConnections)
+    public convenience init(socketPath: String, timeout: Double = 10, maxConnections: Int = 2,
+                            trace: (@Sendable (CallTrace) -> Void)? = nil) {
+        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout, maxConnections: maxConnections,
+                  trace: trace)
     }
 
     /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
@@ -229,8 +237,34 @@ public final class GroserClient: Sendable {
         let socket = try connected(&s)
         let id = s.nextID
         s.nextID &+= 1
-        let budget = UInt32(clamping: Int(seconds * 1000))
+        let budget = Self.deadlineBudget(seconds)
         let frame = Framing.frame(encode(id, budget))
+        let started = monotonicNanoseconds()
+        var outcome: Result<Status, GroserError> = .failure(.cancelled)
+        defer {
+            trace?(CallTrace(socketPath: socketPath, requestID: id, deadlineMilliseconds: budget,
+                             elapsedNanoseconds: monotonicNanoseconds() - started, outcome: outcome))
+        }
+        do {
+            let answer = try exchangeFrame(&s, socket, frame, id, seconds: seconds, deadline: deadline)
+            outcome = .success(answer.response.status)
+            return answer
+        } catch {
+            outcome = .failure(error)
+            throw error
+        }
+    }
+
+    /// The deadline sent for a timeout of `seconds`: milliseconds, rounded
+    /// up, so that a timeout under 1 ms is never sent as 0, which the
+    /// protocol reads as "no deadline".
+    static func deadlineBudget(_ seconds: Double) -> UInt32 {
+        guard seconds > 0 else { return 1 }
+        return UInt32(clamping: max(1, Int((seconds * 1000).rounded(.up))))
+    }
+
+    private func exchangeFrame(_ s: inout State, _ socket: Socket, _ frame: [UInt8], _ id: UInt64, seconds: Double,
+                               deadline: UInt64) throws(GroserError) -> (response: Response, bytes: [UInt8]) {
         try send(frame, on: socket, seconds: seconds, deadline: deadline)
         while true {
             let body: [UInt8]
@@ -288,7 +322,7 @@ public final class GroserClient: Sendable {
         case .success(let socket):
             return socket
         case .failure(let error):
-            throw .cannotConnect(path: socketPath, reason: error.description)
+            throw .cannotConnect(path: socketPath, errno: error)
         }
     }
 

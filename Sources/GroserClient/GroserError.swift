@@ -4,8 +4,9 @@ import GroserSystem
 /// Why a call failed: the server answered with a status, or the transport
 /// failed before an answer arrived.
 public enum GroserError: Error, Sendable, CustomStringConvertible {
-    /// Nothing accepts connections at the socket path.
-    case cannotConnect(path: String, reason: String)
+    /// connect(2) to the socket path failed: nothing listens there
+    /// (ENOENT, ECONNREFUSED), or this user may not use it (EACCES).
+    case cannotConnect(path: String, errno: Errno)
     /// The default socket's directory is not safe to connect through:
     /// another user could have put their own socket there.
     case untrustedSocketDirectory(path: String, reason: String)
@@ -27,7 +28,13 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .cannotConnect(let path, let reason): "cannot connect to \(path): \(reason) (is groserd running?)"
+        case .cannotConnect(let path, let errno) where errno == .permissionDenied:
+            // groserd may well be running: the socket's mode or group keeps this user out.
+            "cannot connect to \(path): \(errno): this user may not use that socket "
+                + "(groserd's --socket-group names the group that may)"
+        case .cannotConnect(let path, let errno) where errno == .nameTooLong:
+            "cannot connect to \(path): \(errno): a socket path holds at most 107 bytes, this one \(path.utf8.count)"
+        case .cannotConnect(let path, let errno): "cannot connect to \(path): \(errno) (is groserd running?)"
         case .untrustedSocketDirectory(let path, let reason):
             "refusing to connect to \(path): \(reason), so another user could have put their own socket there; "
                 + "remove the directory if it is not yours, or name a socket you trust (--socket or GROSER_SOCKET)"
@@ -41,4 +48,18 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
     private static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
+}
+
+/// One blocking call or stream as the client saw it, for `-v` output:
+/// where it went, its request id, the deadline sent and how it ended.
+public struct CallTrace: Sendable {
+    public var socketPath: String
+    public var requestID: UInt64
+    /// The deadline sent with the request, in milliseconds; 0 is none (a stream).
+    public var deadlineMilliseconds: UInt32
+    /// From sending the request to its answer (or failure); nil for a
+    /// stream, reported when it opens.
+    public var elapsedNanoseconds: UInt64?
+    /// The answer's status, or why there was none.
+    public var outcome: Result<Status, GroserError>
 }

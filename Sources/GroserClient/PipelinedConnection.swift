@@ -88,7 +88,7 @@ final class PipelinedConnection: @unchecked Sendable {
         }
         if let refused { return .failure(refused) }
         if wakeReader { wake.signal() }
-        let budget = UInt32(clamping: Int(seconds * 1000))
+        let budget = GroserClient.deadlineBudget(seconds)
         let frame = Framing.frame(Request(id: id, deadlineMilliseconds: budget, method: method).encoded())
         let sent = writer.withLock { closed -> GroserError? in
             if closed { return .transport("the connection is closed") }

@@ -171,6 +171,27 @@ public enum ProcessInfo {
 
 /// Standard output and error, unbuffered by Swift: written with write(2).
 public enum StandardStreams {
+    /// Writes all of `s` to `fd`, retrying EINTR; throws the first error
+    /// (ENOSPC on /dev/full, EPIPE), so a command can say its output was lost.
+    public static func writeAll(_ s: String, fd: Int32) throws(Errno) {
+        var bytes = Array(s.utf8)
+        let failure = bytes.withUnsafeMutableBytes { raw -> Errno? in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return Errno.current
+                }
+                offset += n
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes `s` to `fd`, ignoring errors: for messages on standard error,
+    /// where there is nowhere left to report a failure.
     public static func write(_ s: String, fd: Int32) {
         var bytes = Array(s.utf8)
         bytes.withUnsafeMutableBytes { raw in

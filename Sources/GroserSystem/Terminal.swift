@@ -1,6 +1,12 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// The terminal settings a secret prompt replaced, for a SIGINT handler to
+/// put back: written before echo goes off, read only by the handler.
+nonisolated(unsafe) private var savedTerminal = termios()
+private let echoIsOff = Atomic<Bool>(false)
 
 /// Reading what a person types.
 public enum Terminal {
@@ -29,17 +35,29 @@ public enum Terminal {
         var saved = termios()
         let isTTY = tcgetattr(0, &saved) == 0
         if isTTY {
+            savedTerminal = saved
+            echoIsOff.store(true, ordering: .sequentiallyConsistent)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             _ = tcsetattr(0, TCSAFLUSH, &quiet)
         }
         defer {
             if isTTY {
+                echoIsOff.store(false, ordering: .sequentiallyConsistent)
                 _ = tcsetattr(0, TCSAFLUSH, &saved)
                 StandardStreams.err("\n")
             }
         }
         return readLine()
+    }
+
+    /// Puts back the echo a secret prompt turned off; called from a signal
+    /// handler, so it does nothing that is not async-signal-safe.
+    static func restoreEchoAfterSignal() {
+        if echoIsOff.load(ordering: .sequentiallyConsistent) {
+            _ = tcsetattr(0, TCSANOW, &savedTerminal)
+            _ = write(2, "\n", 1)
+        }
     }
 
     /// Asks a yes/no question on standard error; only "y" or "yes" is yes.

@@ -42,7 +42,7 @@ struct HonestStateTests {
         // Checkout refuses the unaccepted price, and says how to accept it.
         let refused = try client(["checkout", "--exp", "12/29", "--name", "IVAN PETROV", "--address", "Nevsky 1", "--card-from-stdin"],
                                  input: "4111 1111 1111 1111\n123\n")
-        #expect(refused.status == 64 + 9 && refused.err.contains("cart --accept-prices"), "\(refused.status) \(refused.err)")
+        #expect(refused.status == 64 + 10 && refused.err.contains("cart --accept-prices"), "\(refused.status) \(refused.err)")
         let accepted = try client(["cart", "--accept-prices"])
         #expect(accepted.status == 0 && version(accepted.out) == v1 + 1, "\(accepted.out)")
         // A version that is not the cart's is refused; the one shown checks out.

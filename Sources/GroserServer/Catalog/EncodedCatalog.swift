@@ -1,5 +1,6 @@
 import GroserSearch
 import GroserStorage
+import GroserSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -504,7 +505,7 @@ public struct StoreChange: Sendable, Hashable {
 /// Protocol constants.
 public enum ProtocolInfo {
     public static let version: UInt32 = 1
-    public static let serverVersion = "groserd 0.1.0"
+    public static let serverVersion = "groserd " + GroserRelease.version
 }
 
 /// Product image URLs: stored relative, served absolute.
