@@ -421,7 +421,7 @@ final class EventLoop: @unchecked Sendable {
             if first { wakeup.signal() }
         }
         job.connection = connection.token
-        guard commits.submit(job) else {
+        guard commits.submit(job, sessionKeys: &connection.sessionKeys) else {
             ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
             return false
         }
