@@ -70,7 +70,7 @@ final class CommitQueue: Sendable {
 
     /// Queues a job from a connection that keeps its last session token's
     /// key in `sessionKeys`, so a token is hashed once, not per request.
-    func submit(_ job: CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
+    func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if CustomerService.handles(job.request.method) {
             guard let customers else { return refuse(job, "This groserd keeps no carts.") }
             return customers.submit(job, sessionKeys: &sessionKeys)

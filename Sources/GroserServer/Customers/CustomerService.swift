@@ -189,13 +189,13 @@ public final class CustomerService: Sendable {
     /// Routes a request to its session's shard (OpenSession: the next shard
     /// in turn). False when the shards are stopping.
     /// `sessionKeys` is the sending connection's: its last token's key.
-    func submit(_ job: CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
+    func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if AccountService.handles(job.request.method) { return accounts.submit(job) }
         let (shard, routed) = route(job, &sessionKeys)
         return shard.submit(routed)
     }
 
-    private func route(_ job: CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
+    private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
         if case .openSession = job.request.method {
             let i = nextOpen.withLock { n in defer { n = (n + 1) % shards.count }; return n }
             return (shards[i], ShardJob(job: job, key: nil))

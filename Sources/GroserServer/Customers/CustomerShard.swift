@@ -109,7 +109,7 @@ final class CustomerShard: @unchecked Sendable {
         state.sessions.compactMap { key, s in s.sealedInto.map { (key, $0, s.carts) } }
     }
 
-    func submit(_ job: ShardJob) -> Bool { queue.put(job) }
+    func submit(_ job: consuming ShardJob) -> Bool { queue.put(job) }
 
     func catalogChanged(_ change: CatalogChange) { changes.withLock { $0.append(change) } }
 
@@ -140,7 +140,9 @@ final class CustomerShard: @unchecked Sendable {
                 context.logger.info("dropped \(jobs.count) unanswered cart request(s) at shutdown")
                 continue
             }
-            let wanted = jobs.filter { $0.job.connection?.isClosed != true }
+            // Filtered only when needed: the filter copies every job.
+            let closed = jobs.contains { $0.job.connection?.isClosed == true }
+            let wanted = closed ? jobs.filter { $0.job.connection?.isClosed != true } : jobs
             if !wanted.isEmpty { process(wanted) }
             sweepIfDue()
         }
@@ -162,6 +164,12 @@ final class CustomerShard: @unchecked Sendable {
 
     @discardableResult
     func process(_ jobs: [ShardJob]) -> [CommerceOutcome] {
+        // Through the buffer: `jobs[i]` of an Array copied the whole job
+        // (and destroyed it) at each use; a buffer's element is borrowed.
+        jobs.withUnsafeBufferPointer { process($0) }
+    }
+
+    private func process(_ jobs: UnsafeBufferPointer<ShardJob>) -> [CommerceOutcome] {
         let started = monotonicNanoseconds()
         for change in changes.withLock({ c in defer { c.removeAll() }; return c }) { cache.apply(change) }
         let catalog = context.catalog.current
@@ -176,14 +184,14 @@ final class CustomerShard: @unchecked Sendable {
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
-                    for j in jobs {
-                        outcomes.append(handle(j, catalog, now, &overlay, tx))
+                    for i in jobs.indices {
+                        outcomes.append(handle(jobs[i], catalog, now, &overlay, tx))
                         stepAnswers.append(overlay.stepAnswer.take())
                     }
                 }
             } else {
-                for j in jobs {
-                    outcomes.append(handle(j, catalog, now, &overlay, nil))
+                for i in jobs.indices {
+                    outcomes.append(handle(jobs[i], catalog, now, &overlay, nil))
                     stepAnswers.append(overlay.stepAnswer.take())
                 }
             }
@@ -200,13 +208,14 @@ final class CustomerShard: @unchecked Sendable {
         }
         for (key, s) in overlay.sessions { state.sessions[key] = s }
         for key in overlay.removed { state.sessions[key] = nil }
-        for j in jobs { if let key = j.key { state.sessions[key]?.lastActiveUnix = now } }
+        for i in jobs.indices { if let key = jobs[i].key { state.sessions[key]?.lastActiveUnix = now } }
         if overlay.soldOut {
             // Watchers hear of the sold-out product after the answers are queued.
             do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
-        for (i, (j, outcome)) in zip(jobs, outcomes).enumerated() {
-            if let call = j.step {
+        for i in jobs.indices {
+            let outcome = outcomes[i]
+            if let call = jobs[i].step {
                 switch outcome {
                 case .ok: call.done(stepAnswers[i].map { .answer($0) } ?? .failed(Status(.internal, "An account step gave no answer.")))
                 case .failed(let status): call.done(.failed(status))
@@ -214,11 +223,12 @@ final class CustomerShard: @unchecked Sendable {
                 continue
             }
             var frame: [UInt8] = []
+            let id = jobs[i].job.request.id
             switch outcome {
-            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: j.job.request.id, field: field, body: body, to: &frame)
-            case .failed(let status): ResponseFrameWriter.appendStatus(id: j.job.request.id, status: status, to: &frame)
+            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frame)
+            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
             }
-            j.job.reply(frame)
+            jobs[i].job.reply(frame)
         }
         if overlay.soldOut { context.catalog.announce() }
         if !overlay.records.isEmpty {
@@ -232,7 +242,7 @@ final class CustomerShard: @unchecked Sendable {
         return outcomes
     }
 
-    private func handle(_ j: ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay,
+    private func handle(_ j: borrowing ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay,
                         _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
         if let call = j.step {
             // Steps never expire: a login that sealed a guest finishes its merge.
