@@ -318,10 +318,12 @@ final class CustomerShard: @unchecked Sendable {
     /// `lookupFailure` and turns the request's answer into UNAVAILABLE.
     private func lookup(_ tx: (any CommerceTransaction)?) -> CartRules.Lookup {
         // A request asks for the same product several times (the rule, the
-        // check for removed products, the view): the last answer is kept.
-        var last: (uid: String, product: ProductRecord?)?
+        // check for removed products, the view): the last answer is kept,
+        // in a class, compared in place (binding an optional tuple copied
+        // and destroyed its five strings at every call).
+        let last = LastProduct()
         return { [self] uid in
-            if let last, last.uid == uid { return last.product }
+            if last.known, last.uid == uid { return last.product }
             do {
                 let product: ProductRecord?
                 if let tx {
@@ -329,7 +331,9 @@ final class CustomerShard: @unchecked Sendable {
                 } else {
                     product = try cache.product(uid)
                 }
-                last = (uid, product)
+                last.known = true
+                last.uid = uid
+                last.product = product
                 return product
             } catch let error as StorageError {
                 lookupFailure = error
@@ -341,6 +345,13 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     @exclusivity(unchecked) private var lookupFailure: StorageError?
+
+    /// The last product a request's lookup answered.
+    private final class LastProduct {
+        var known = false
+        var uid = ""
+        var product: ProductRecord?
+    }
 
     /// Called before a request changes anything: a failed product read
     /// refuses it rather than passing for a missing product.
