@@ -404,13 +404,13 @@ final class EventLoop: @unchecked Sendable {
     /// Sends a request to the commit queue; its answer returns through the
     /// inbox for `slot`. Returns false, with UNAVAILABLE in `out`, when the
     /// queue takes no more (groserd is stopping).
-    fileprivate func submit(_ request: Request, _ connection: Connection, slot: UInt64, receivedAt: UInt64,
+    fileprivate func submit(_ request: consuming Request, _ connection: Connection, slot: UInt64, receivedAt: UInt64,
                             orAnswerInto out: inout [UInt8]) -> Bool {
         let fd = connection.socket.descriptor
         let serial = connection.serial
         let method = request.method.field
-        var job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
-                              receivedAt: receivedAt) { [self] frame in
+        let id = request.id
+        let reply: @Sendable ([UInt8]) -> Void = { [self] frame in
             // One wakeup per batch of answers, not per answer (a write
             // syscall each): the loop takes the whole inbox when it wakes,
             // so only the answer that finds it empty needs to wake it.
@@ -420,9 +420,12 @@ final class EventLoop: @unchecked Sendable {
             }
             if first { wakeup.signal() }
         }
-        job.connection = connection.token
-        guard commits.submit(job) else {
-            ResponseFrameWriter.appendStatus(id: request.id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
+        // The request and the job are moved, not copied (a copy of the
+        // job, its request's strings, showed in the profile).
+        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
+                              receivedAt: receivedAt, reply: reply, connection: connection.token)
+        guard commits.submit(job, sessionKeys: &connection.sessionKeys) else {
+            ResponseFrameWriter.appendStatus(id: id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
             return false
         }
         return true

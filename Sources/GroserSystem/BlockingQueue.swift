@@ -27,9 +27,9 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         condition.deallocate()
     }
 
-    /// Adds an element; false when the queue is closed.
+    /// Adds an element (moved in, not copied); false when the queue is closed.
     @discardableResult
-    public func put(_ element: Element) -> Bool {
+    public func put(_ element: consuming Element) -> Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         guard !closed else { return false }
@@ -87,6 +87,14 @@ public final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     private func takeLocked(_ limit: Int) -> [Element] {
+        if head == 0 && items.count <= limit {
+            // All of it: the array itself is handed over, its elements
+            // moved rather than copied and destroyed (the shards' jobs).
+            var batch: [Element] = []
+            batch.reserveCapacity(min(items.capacity, 4096))
+            swap(&batch, &items)
+            return batch
+        }
         let end = min(head + limit, items.count)
         let batch = Array(items[head..<end])
         head = end

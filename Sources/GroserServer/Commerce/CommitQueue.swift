@@ -64,9 +64,16 @@ final class CommitQueue: Sendable {
     /// Queues a job; false when the queue is stopping. Imports and exports
     /// go to the import thread.
     func submit(_ job: CommerceJob) -> Bool {
+        var keys = SessionKeyMemo()
+        return submit(job, sessionKeys: &keys)
+    }
+
+    /// Queues a job from a connection that keeps its last session token's
+    /// key in `sessionKeys`, so a token is hashed once, not per request.
+    func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if CustomerService.handles(job.request.method) {
             guard let customers else { return refuse(job, "This groserd keeps no carts.") }
-            return customers.submit(job)
+            return customers.submit(job, sessionKeys: &sessionKeys)
         }
         guard ImportService.handles(job.request.method) else { return queue.put(job) }
         guard let imports else { return refuse(job, "This groserd's store does not take catalog imports.") }

@@ -28,6 +28,8 @@ final class Connection {
     @exclusivity(unchecked) var accountedFrameBytes = 0
     /// The connection's watches, in the order they started.
     @exclusivity(unchecked) var watchers: [Watcher] = []
+    /// The key of the session token the connection sent last.
+    @exclusivity(unchecked) var sessionKeys = SessionKeyMemo()
 
     init(socket: Socket, peer: PeerCredentials?, serial: UInt64, limits: ConnectionStateMachine.Limits, now: UInt64) {
         self.socket = socket

@@ -120,7 +120,8 @@ public final class CustomerService: Sendable {
     public func answerNow(_ request: Request, caller: Caller = Caller(uid: nil)) -> CommerceOutcome {
         let job = CommerceJob(request: request, caller: caller, receivedAt: monotonicNanoseconds()) { _ in }
         if AccountService.handles(request.method) { return accounts.outcome(for: job) }
-        let (shard, routed) = route(job)
+        var keys = SessionKeyMemo()
+        let (shard, routed) = route(job, &keys)
         return shard.process([routed])[0]
     }
 
@@ -187,20 +188,21 @@ public final class CustomerService: Sendable {
 
     /// Routes a request to its session's shard (OpenSession: the next shard
     /// in turn). False when the shards are stopping.
-    func submit(_ job: CommerceJob) -> Bool {
+    /// `sessionKeys` is the sending connection's: its last token's key.
+    func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if AccountService.handles(job.request.method) { return accounts.submit(job) }
-        let (shard, routed) = route(job)
+        let (shard, routed) = route(job, &sessionKeys)
         return shard.submit(routed)
     }
 
-    private func route(_ job: CommerceJob) -> (CustomerShard, ShardJob) {
+    private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
         if case .openSession = job.request.method {
             let i = nextOpen.withLock { n in defer { n = (n + 1) % shards.count }; return n }
             return (shards[i], ShardJob(job: job, key: nil))
         }
         let token = Self.sessionToken(job.request.method) ?? ""
         guard !token.isEmpty else { return (shards[0], ShardJob(job: job, key: nil)) }
-        let key = SessionKey(token: token)
+        let key = keys.key(for: token)
         return (shards[key.shard(of: shards.count)], ShardJob(job: job, key: key))
     }
 

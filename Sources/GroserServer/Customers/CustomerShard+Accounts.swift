@@ -2,33 +2,33 @@ import GroserStorage
 import GroserWire
 
 /// The account steps a shard runs (AccountStep): each reads and changes
-/// only this shard's entries, into the batch's overlay like any request.
+/// only this shard's entries, undoably like any request of a batch.
 extension CustomerShard {
-    func runStep(_ step: AccountStep, _ now: Int64, _ overlay: inout Overlay) throws(Refusal) -> AccountStepAnswer {
+    func runStep(_ step: AccountStep, _ now: Int64, _ batch: inout Batch) throws(Refusal) -> AccountStepAnswer {
         switch step {
         case .register(let owner, let record):
-            if current(owner, overlay)?.account != nil {
+            if current(owner)?.account != nil {
                 throw Refusal(.alreadyExists, "An account with this email already exists; log in instead.")
             }
             var entry = SessionState(createdAtUnix: now)
             entry.account = record
-            overlay.sessions[owner] = entry
-            overlay.records.append(.account(owner, record))
+            put(entry, for: owner, &batch)
+            batch.records.append(.account(owner, record))
             return .account(Account(record))
 
         case .credentials(let owner):
-            return .credentials(current(owner, overlay)?.account)
+            return .credentials(current(owner)?.account)
 
         case .seal(let guest, let owner):
-            guard var g = current(guest, overlay), g.account == nil, g.owner == nil else { return .guestCarts(nil) }
+            guard var g = current(guest), g.account == nil, g.owner == nil else { return .guestCarts(nil) }
             if let sealed = g.sealedInto { return .guestCarts(sealed == owner ? g.carts : nil) }
             g.sealedInto = owner
-            overlay.sessions[guest] = g
-            overlay.records.append(.sealed(guest, owner: owner))
+            put(g, for: guest, &batch)
+            batch.records.append(.sealed(guest, owner: owner))
             return .guestCarts(g.carts)
 
         case .merge(let owner, let guest, let carts, let idempotencyKey, let print, let newSession):
-            guard var entry = current(owner, overlay), let record = entry.account else {
+            guard var entry = current(owner), let record = entry.account else {
                 throw Refusal(.unauthenticated, "The email or password is wrong.")
             }
             let answerName = idempotencyKey.isEmpty ? "" : "login:" + idempotencyKey
@@ -48,7 +48,7 @@ extension CustomerShard {
                 for store in changed.keys.sorted() {
                     let cart = changed[store]!
                     entry.carts[store] = cart
-                    overlay.records.append(.cart(owner, storeUID: store, cart, atUnix: now))
+                    batch.records.append(.cart(owner, storeUID: store, cart, atUnix: now))
                 }
                 result = LoginResult(session: "", account: Account(record), merged: merged,
                                      quantityMaximum: rules.limits.maximumQuantity, cartLineMaximum: UInt32(rules.limits.maximumLines))
@@ -56,30 +56,29 @@ extension CustomerShard {
                                                                body: BodyEncoder.login(result)), atUnix: now)
                 if let guest {
                     entry.absorbed[guest] = remembered
-                    overlay.records.append(.absorbed(owner: owner, guest: guest, remembered))
+                    batch.records.append(.absorbed(owner: owner, guest: guest, remembered))
                 }
                 if !answerName.isEmpty {
                     entry.answers[answerName] = remembered
-                    overlay.records.append(.answer(owner, key: answerName, remembered))
+                    batch.records.append(.answer(owner, key: answerName, remembered))
                 }
             }
             entry.lastActiveUnix = now
-            overlay.sessions[owner] = entry
+            put(entry, for: owner, &batch)
             if newSession {
                 let (token, key) = try newToken()
                 var s = SessionState(createdAtUnix: now)
                 s.owner = owner
-                overlay.sessions[key] = s
-                overlay.records.append(.boundSession(key, owner: owner, createdAtUnix: now))
+                put(s, for: key, &batch)
+                batch.records.append(.boundSession(key, owner: owner, createdAtUnix: now))
                 result.session = token
             }
             return .login(result)
 
         case .removeSealed(let guest):
-            guard current(guest, overlay)?.sealedInto != nil else { return .done }
-            overlay.sessions[guest] = nil
-            overlay.removed.insert(guest)
-            overlay.records.append(.sessionRemoved(guest))
+            guard current(guest)?.sealedInto != nil else { return .done }
+            put(nil, for: guest, &batch)
+            batch.records.append(.sessionRemoved(guest))
             return .done
         }
     }

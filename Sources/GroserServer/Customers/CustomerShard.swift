@@ -50,11 +50,12 @@ struct ShardJob: Sendable {
 
 /// One shard of customer state: the sessions whose key hashes to it, in
 /// memory, owned by the shard's one thread (no lock on the hot path). It
-/// takes every waiting request as a batch, applies the rules to a batch
-/// overlay, writes the batch's records with one fdatasync, and only then
-/// makes the changes visible and sends the answers. When the write fails
-/// (a full disk) the overlay is dropped and every request of the batch is
-/// answered UNAVAILABLE: nothing it changed was acknowledged.
+/// takes every waiting request as a batch, applies the rules to its state
+/// (only the batch's later requests see the changes: nobody else reads the
+/// state), writes the batch's records with one fdatasync, and only then
+/// sends the answers. When the write fails (a full disk) the batch's
+/// changes are undone and every request of the batch is answered
+/// UNAVAILABLE: nothing it changed was acknowledged.
 final class CustomerShard: @unchecked Sendable {
     // @unchecked: `state`, `cache` and `lastSweep` belong to the shard's
     // thread; `queue` and `changes` are the only ways in.
@@ -63,8 +64,10 @@ final class CustomerShard: @unchecked Sendable {
     let store: any CustomerStore
     let context: ShardContext
     private let queue = BlockingQueue<ShardJob>()
-    private var state = CustomerState()
-    private var cache: ProductCache
+    // Not checked for exclusivity at run time (each access cost about 80
+    // instructions, several per request): only the shard's thread touches them.
+    @exclusivity(unchecked) private var state = CustomerState()
+    @exclusivity(unchecked) private var cache: ProductCache
     private let changes = Locked<[CatalogChange]>([])
     private var lastSweep: Int64 = 0
     /// Tells the compactor this shard has sealed log to fold.
@@ -109,7 +112,7 @@ final class CustomerShard: @unchecked Sendable {
         state.sessions.compactMap { key, s in s.sealedInto.map { (key, $0, s.carts) } }
     }
 
-    func submit(_ job: ShardJob) -> Bool { queue.put(job) }
+    func submit(_ job: consuming ShardJob) -> Bool { queue.put(job) }
 
     func catalogChanged(_ change: CatalogChange) { changes.withLock { $0.append(change) } }
 
@@ -140,7 +143,9 @@ final class CustomerShard: @unchecked Sendable {
                 context.logger.info("dropped \(jobs.count) unanswered cart request(s) at shutdown")
                 continue
             }
-            let wanted = jobs.filter { $0.job.connection?.isClosed != true }
+            // Filtered only when needed: the filter copies every job.
+            let closed = jobs.contains { $0.job.connection?.isClosed == true }
+            let wanted = closed ? jobs.filter { $0.job.connection?.isClosed != true } : jobs
             if !wanted.isEmpty { process(wanted) }
             sweepIfDue()
         }
@@ -148,25 +153,63 @@ final class CustomerShard: @unchecked Sendable {
 
     // MARK: Batches
 
-    /// Changes made by a batch, visible to its later requests, stored and
-    /// applied only once durable.
-    struct Overlay {
-        var sessions: [SessionKey: SessionState] = [:]
-        /// Sessions the batch removes (logged out, merged).
-        var removed: Set<SessionKey> = []
+    /// What a batch changed in `state`, each change with what it replaced,
+    /// to be undone (last first) when the batch cannot be made durable.
+    /// Changing the state in place, rather than in an overlay of whole
+    /// sessions copied out of it, spares a copy of a session and of its
+    /// carts dictionary (copied on write) per request.
+    struct Batch {
+        var undo: [Undo] = []
         var records: [CustomerRecord] = []
         var soldOut = false
         /// The answer of the account step being run.
         var stepAnswer: AccountStepAnswer?
     }
 
+    /// What a change replaced.
+    enum Undo {
+        /// A whole session (nil: there was none).
+        case session(SessionKey, SessionState?)
+        /// One cart of a session, and the session's last activity.
+        case cart(SessionKey, storeUID: String, StoredCart?, lastActiveUnix: Int64)
+        /// One remembered answer of a session.
+        case answer(SessionKey, name: String, StoredAnswer?)
+    }
+
+    /// Sets a whole session (nil removes it), undoably.
+    func put(_ session: SessionState?, for key: SessionKey, _ batch: inout Batch) {
+        let old = if let session { state.sessions.updateValue(session, forKey: key) } else { state.sessions.removeValue(forKey: key) }
+        batch.undo.append(.session(key, old))
+    }
+
+    /// Puts back what the batch changed.
+    private func undo(_ batch: Batch) {
+        for change in batch.undo.reversed() {
+            switch change {
+            case .session(let key, let old):
+                state.sessions[key] = old
+            case .cart(let key, let storeUID, let old, let lastActive):
+                state.sessions[key]?.carts[storeUID] = old
+                state.sessions[key]?.lastActiveUnix = lastActive
+            case .answer(let key, let name, let old):
+                state.sessions[key]?.answers[name] = old
+            }
+        }
+    }
+
     @discardableResult
     func process(_ jobs: [ShardJob]) -> [CommerceOutcome] {
+        // Through the buffer: `jobs[i]` of an Array copied the whole job
+        // (and destroyed it) at each use; a buffer's element is borrowed.
+        jobs.withUnsafeBufferPointer { process($0) }
+    }
+
+    private func process(_ jobs: UnsafeBufferPointer<ShardJob>) -> [CommerceOutcome] {
         let started = monotonicNanoseconds()
         for change in changes.withLock({ c in defer { c.removeAll() }; return c }) { cache.apply(change) }
         let catalog = context.catalog.current
         let now = context.unixTime()
-        var overlay = Overlay()
+        var batch = Batch()
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         var stepAnswers: [AccountStepAnswer?] = []
@@ -176,37 +219,44 @@ final class CustomerShard: @unchecked Sendable {
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
-                    for j in jobs {
-                        outcomes.append(handle(j, catalog, now, &overlay, tx))
-                        stepAnswers.append(overlay.stepAnswer.take())
+                    for i in jobs.indices {
+                        outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
+                        stepAnswers.append(batch.stepAnswer.take())
                     }
                 }
             } else {
-                for j in jobs {
-                    outcomes.append(handle(j, catalog, now, &overlay, nil))
-                    stepAnswers.append(overlay.stepAnswer.take())
+                for i in jobs.indices {
+                    outcomes.append(handle(jobs[i], catalog, now, &batch, nil))
+                    stepAnswers.append(batch.stepAnswer.take())
                 }
             }
-            if !overlay.records.isEmpty {
+            if !batch.records.isEmpty {
                 let started = monotonicNanoseconds()
-                try store.append(overlay.records)
+                try store.append(batch.records)
                 context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
             }
         } catch {
             context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
             let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed. Try again later."))
             outcomes = jobs.map { _ in failed }
-            overlay = Overlay()
+            undo(batch)
+            batch = Batch()
         }
-        for (key, s) in overlay.sessions { state.sessions[key] = s }
-        for key in overlay.removed { state.sessions[key] = nil }
-        for j in jobs { if let key = j.key { state.sessions[key]?.lastActiveUnix = now } }
-        if overlay.soldOut {
+        // Every request's session was used, answered or refused; a run of
+        // one session's requests (a pipelining client) sets it once.
+        var last: SessionKey?
+        for i in jobs.indices {
+            guard let key = jobs[i].key, key != last else { continue }
+            last = key
+            state.sessions[key]?.lastActiveUnix = now
+        }
+        if batch.soldOut {
             // Watchers hear of the sold-out product after the answers are queued.
             do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
-        for (i, (j, outcome)) in zip(jobs, outcomes).enumerated() {
-            if let call = j.step {
+        for i in jobs.indices {
+            let outcome = outcomes[i]
+            if let call = jobs[i].step {
                 switch outcome {
                 case .ok: call.done(stepAnswers[i].map { .answer($0) } ?? .failed(Status(.internal, "An account step gave no answer.")))
                 case .failed(let status): call.done(.failed(status))
@@ -214,30 +264,31 @@ final class CustomerShard: @unchecked Sendable {
                 continue
             }
             var frame: [UInt8] = []
+            let id = jobs[i].job.request.id
             switch outcome {
-            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: j.job.request.id, field: field, body: body, to: &frame)
-            case .failed(let status): ResponseFrameWriter.appendStatus(id: j.job.request.id, status: status, to: &frame)
+            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frame)
+            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
             }
-            j.job.reply(frame)
+            jobs[i].job.reply(frame)
         }
-        if overlay.soldOut { context.catalog.announce() }
-        if !overlay.records.isEmpty {
+        if batch.soldOut { context.catalog.announce() }
+        if !batch.records.isEmpty {
             do {
                 if try store.checkpointDue() { checkpointRequested?(self) }
             } catch {
                 context.logger.error("cannot start a new customer log segment: \(error)")
             }
         }
-        context.logger.debug("shard \(index): \(jobs.count) request(s), \(overlay.records.count) record(s) in \((monotonicNanoseconds() - started) / 1000) µs")
+        context.logger.debug("shard \(index): \(jobs.count) request(s), \(batch.records.count) record(s) in \((monotonicNanoseconds() - started) / 1000) µs")
         return outcomes
     }
 
-    private func handle(_ j: ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay,
+    private func handle(_ j: borrowing ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
                         _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
         if let call = j.step {
             // Steps never expire: a login that sealed a guest finishes its merge.
             do {
-                overlay.stepAnswer = try runStep(call.step, now, &overlay)
+                batch.stepAnswer = try runStep(call.step, now, &batch)
                 return .ok(.login, [])
             } catch {
                 return .failed(error.status)
@@ -249,8 +300,8 @@ final class CustomerShard: @unchecked Sendable {
         }
         lookupFailure = nil
         do {
-            // A request changes `overlay` only once nothing can refuse it.
-            return try run(j.job.request.method, key: j.key, catalog, now, &overlay, tx)
+            // A request changes the state only once nothing can refuse it.
+            return try run(j.job.request.method, key: j.key, catalog, now, &batch, tx)
         } catch let refusal as Refusal {
             if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
             return .failed(refusal.status)
@@ -267,10 +318,12 @@ final class CustomerShard: @unchecked Sendable {
     /// `lookupFailure` and turns the request's answer into UNAVAILABLE.
     private func lookup(_ tx: (any CommerceTransaction)?) -> CartRules.Lookup {
         // A request asks for the same product several times (the rule, the
-        // check for removed products, the view): the last answer is kept.
-        var last: (uid: String, product: ProductRecord?)?
+        // check for removed products, the view): the last answer is kept,
+        // in a class, compared in place (binding an optional tuple copied
+        // and destroyed its five strings at every call).
+        let last = LastProduct()
         return { [self] uid in
-            if let last, last.uid == uid { return last.product }
+            if last.known, last.uid == uid { return last.product }
             do {
                 let product: ProductRecord?
                 if let tx {
@@ -278,7 +331,9 @@ final class CustomerShard: @unchecked Sendable {
                 } else {
                     product = try cache.product(uid)
                 }
-                last = (uid, product)
+                last.known = true
+                last.uid = uid
+                last.product = product
                 return product
             } catch let error as StorageError {
                 lookupFailure = error
@@ -289,7 +344,14 @@ final class CustomerShard: @unchecked Sendable {
         }
     }
 
-    private var lookupFailure: StorageError?
+    @exclusivity(unchecked) private var lookupFailure: StorageError?
+
+    /// The last product a request's lookup answered.
+    private final class LastProduct {
+        var known = false
+        var uid = ""
+        var product: ProductRecord?
+    }
 
     /// Called before a request changes anything: a failed product read
     /// refuses it rather than passing for a missing product.
@@ -298,18 +360,18 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     private func run(_ method: RequestMethod, key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
-                     _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
+                     _ batch: inout Batch, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
         if let refusal = FieldLimits.violation(in: method) { throw refusal }
         let rules = context.rules
         switch method {
         case .openSession:
             let (token, made) = try newToken()
-            overlay.sessions[made] = SessionState(createdAtUnix: now)
-            overlay.records.append(.session(made, createdAtUnix: now))
+            put(SessionState(createdAtUnix: now), for: made, &batch)
+            batch.records.append(.session(made, createdAtUnix: now))
             return .ok(.openSession, BodyEncoder.openSession(token))
 
         case .getCart(_, let storeUID, let acceptPrices):
-            let (_, _, key, session) = try cartHolder(key, overlay)
+            let (_, _, key, session) = try cartHolder(key)
             try checkStore(storeUID, catalog)
             guard let cart = session.carts[storeUID] else { return .ok(.getCart, BodyEncoder.cart(rules.emptyCart(storeUID))) }
             let look = lookup(tx)
@@ -322,7 +384,7 @@ final class CustomerShard: @unchecked Sendable {
                 var next = (acceptPrices ? rules.acknowledgingPrices(cart, shown: shown) : nil) ?? cart
                 next.lines.removeAll { look($0.productUID) == nil }
                 next.version = cart.version + 1
-                save(next, key: key, session: session, storeUID: storeUID, now, &overlay)
+                save(next, key: key, storeUID: storeUID, now, &batch)
                 var s = shown
                 s.version = next.version
                 return .ok(.getCart, BodyEncoder.cart(s))
@@ -330,7 +392,7 @@ final class CustomerShard: @unchecked Sendable {
             // Seeing a changed price is not accepting it: only a GetCart
             // that asks (accept_prices) makes the shown prices the seen ones.
             if acceptPrices, let acknowledged = rules.acknowledgingPrices(cart, shown: shown) {
-                save(acknowledged, key: key, session: session, storeUID: storeUID, now, &overlay)
+                save(acknowledged, key: key, storeUID: storeUID, now, &batch)
                 var s = shown
                 s.version = acknowledged.version
                 return .ok(.getCart, BodyEncoder.cart(s))
@@ -338,41 +400,40 @@ final class CustomerShard: @unchecked Sendable {
             return .ok(.getCart, BodyEncoder.cart(shown))
 
         case .addItem(let m, let product, let quantity):
-            return try mutate(.addItem, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &overlay, tx) { cart, look throws(Refusal) in
+            return try mutate(.addItem, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
                 try rules.add(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .setQuantity(let m, let product, let quantity):
-            return try mutate(.setQuantity, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &overlay, tx) { cart, look throws(Refusal) in
+            return try mutate(.setQuantity, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
                 try rules.setQuantity(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .removeItem(let m, let product):
-            return try mutate(.removeItem, m, fingerprint: "remove|\(product)", key, catalog, now, &overlay, tx) { cart, _ throws(Refusal) in
+            return try mutate(.removeItem, m, fingerprint: "remove|\(product)", key, catalog, now, &batch, tx) { cart, _ throws(Refusal) in
                 try rules.remove(cart, product: product)
             }
         case .clearCart(let m):
-            return try mutate(.clearCart, m, fingerprint: "clear", key, catalog, now, &overlay, tx) { cart, _ in rules.clear(cart) }
+            return try mutate(.clearCart, m, fingerprint: "clear", key, catalog, now, &batch, tx) { cart, _ in rules.clear(cart) }
 
         case .checkout(let d):
             guard let tx else { throw Refusal(.internal, "Checkout reached a shard without the order store.") }
-            return try checkout(d, key, catalog, now, &overlay, tx)
+            return try checkout(d, key, catalog, now, &batch, tx)
 
         case .listOrders:
-            let (_, _, holderKey, _) = try cartHolder(key, overlay)
+            let (_, holderKey) = try cartHolderKeys(key)
             guard let tx else { throw Refusal(.internal, "ListOrders reached a shard without the order store.") }
             return .ok(.listOrders, BodyEncoder.listOrders(try tx.orders(session: holderKey)))
 
         case .logout:
-            let (key, session) = try checkSession(key, overlay)
-            guard session.owner != nil else {
+            let (key, owner) = try checkSessionKey(key)
+            guard owner != nil else {
                 throw Refusal(.failedPrecondition, "The session is anonymous: there is no login to end (its carts stay).")
             }
-            overlay.sessions[key] = nil
-            overlay.removed.insert(key)
-            overlay.records.append(.sessionRemoved(key))
+            put(nil, for: key, &batch)
+            batch.records.append(.sessionRemoved(key))
             return .ok(.logout, BodyEncoder.logout())
 
         case .whoAmI:
-            let (_, session, _, holder) = try cartHolder(key, overlay)
+            let (_, session, _, holder) = try cartHolder(key)
             return .ok(.whoAmI, BodyEncoder.whoAmI(Identity(account: holder.account.map(Account.init),
                                                             sessionCreatedAtUnix: session.createdAtUnix)))
 
@@ -384,15 +445,17 @@ final class CustomerShard: @unchecked Sendable {
     /// The shared path of every cart mutation: session and store checks,
     /// idempotency, the version check, the change, the new version, the answer.
     private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
-                        _ catalog: EncodedCatalog, _ now: Int64, _ overlay: inout Overlay, _ tx: (any CommerceTransaction)?,
+                        _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, _ tx: (any CommerceTransaction)?,
                         change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
-        let (key, session, holderKey, holder) = try cartHolder(key, overlay)
+        // Keys only: a copy of the session or of its holder, alive while
+        // the state changes below, made the carts dictionary copy on write.
+        let (key, holderKey) = try cartHolderKeys(key)
         try checkStore(m.storeUID, catalog)
         // Only a request with an idempotency key needs its fingerprint (the
         // string building showed in the profile of keyless adds).
         let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
-        if let replay = try replay(session, m.idempotencyKey, print, now) { return replay }
-        let cart = holder.carts[m.storeUID] ?? StoredCart()
+        if let replay = try replay(key, m.idempotencyKey, print, now) { return replay }
+        let cart = withSession(holderKey) { $0.carts[m.storeUID] ?? StoredCart() } ?? StoredCart()
         try context.rules.checkVersion(cart, expected: m.expectedVersion)
         let look = lookup(tx)
         var next = try change(cart, look)
@@ -401,43 +464,52 @@ final class CustomerShard: @unchecked Sendable {
         next.version = cart.version + 1
         let body = BodyEncoder.cart(try context.rules.view(next, storeUID: m.storeUID, look))
         try checkLookups()
-        save(next, key: holderKey, session: holder, storeUID: m.storeUID, now, &overlay)
-        var s = current(key, overlay) ?? session
-        remember(&s, key: key, m.idempotencyKey, print, field, body, now, &overlay)
+        save(next, key: holderKey, storeUID: m.storeUID, now, &batch)
+        remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
     }
 
-    @discardableResult
-    private func save(_ cart: StoredCart, key: SessionKey, session: SessionState, storeUID: String, _ now: Int64,
-                      _ overlay: inout Overlay) -> SessionState {
-        var s = session
-        s.carts[storeUID] = cart
-        s.lastActiveUnix = now
-        overlay.sessions[key] = s
-        overlay.records.append(.cart(key, storeUID: storeUID, cart, atUnix: now))
-        return s
+    /// Stores a session's cart for `storeUID`, in place, undoably.
+    private func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch) {
+        batch.records.append(.cart(key, storeUID: storeUID, cart, atUnix: now))
+        let replaced = withSession(key) { s in
+            defer { s.lastActiveUnix = now }
+            return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix)
+        }
+        guard let (old, lastActive) = replaced else {
+            // (Callers checked the session; a cart record makes one, as the log's reader does.)
+            var s = SessionState(createdAtUnix: now)
+            s.carts[storeUID] = cart
+            return put(s, for: key, &batch)
+        }
+        batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
     }
 
-    private func remember(_ s: inout SessionState, key: SessionKey, _ name: String, _ print: String, _ field: MethodField,
-                          _ body: [UInt8], _ now: Int64, _ overlay: inout Overlay) {
+    /// Remembers the answer of a request with an idempotency key `name`.
+    private func remember(key: SessionKey, _ name: String, _ print: String, _ field: MethodField,
+                          _ body: [UInt8], _ now: Int64, _ batch: inout Batch) {
         guard !name.isEmpty else { return }
         let answer = StoredAnswer(IdempotentAnswer(fingerprint: print, field: field.rawValue, body: body), atUnix: now)
-        s.answers[name] = answer
-        overlay.sessions[key] = s
-        overlay.records.append(.answer(key, key: name, answer))
+        batch.records.append(.answer(key, key: name, answer))
+        guard let old = withSession(key, { $0.answers.updateValue(answer, forKey: name) }) else {
+            var s = SessionState(createdAtUnix: now)
+            s.answers[name] = answer
+            return put(s, for: key, &batch)
+        }
+        batch.undo.append(.answer(key, name: name, old))
     }
 
     // MARK: Checkout
 
     private func checkout(_ d: CheckoutDetails, _ key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
-                          _ overlay: inout Overlay, _ tx: any CommerceTransaction) throws -> CommerceOutcome {
-        let (key, session, holderKey, holder) = try cartHolder(key, overlay)
+                          _ batch: inout Batch, _ tx: any CommerceTransaction) throws -> CommerceOutcome {
+        let (key, holderKey) = try cartHolderKeys(key)
         try checkStore(d.storeUID, catalog)
         // A retry finds its order before anything else is checked (the
         // card may have expired since).
         let print = CartRules.checkoutFingerprint(d)
-        if let replay = try replay(session, d.idempotencyKey, print, now) { return replay }
-        let cart = holder.carts[d.storeUID]
+        if let replay = try replay(key, d.idempotencyKey, print, now) { return replay }
+        let cart = withSession(holderKey, { $0.carts[d.storeUID] }) ?? nil
         // The order may be in the database while the log lost the cart's
         // clearing (a crash between the two): the retry finds it there.
         if !d.idempotencyKey.isEmpty, let stored = try tx.idempotentAnswer(session: key, key: d.idempotencyKey) {
@@ -445,10 +517,9 @@ final class CustomerShard: @unchecked Sendable {
                 throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(d.idempotencyKey))\" was already used for a different request.")
             }
             if let cart, cart.version == d.expectedVersion, !cart.lines.isEmpty {
-                save(StoredCart(version: cart.version + 1, lines: []), key: holderKey, session: holder, storeUID: d.storeUID, now, &overlay)
+                save(StoredCart(version: cart.version + 1, lines: []), key: holderKey, storeUID: d.storeUID, now, &batch)
             }
-            var s = current(key, overlay) ?? session
-            remember(&s, key: key, d.idempotencyKey, print, field, stored.body, now, &overlay)
+            remember(key: key, d.idempotencyKey, print, field, stored.body, now, &batch)
             return .ok(field, stored.body)
         }
         try tx.savepoint()
@@ -483,7 +554,7 @@ final class CustomerShard: @unchecked Sendable {
             let order = try tx.insertOrder(plan.order, session: holderKey)
             if !plan.soldOut.isEmpty {
                 _ = try tx.bumpCatalogVersion(touching: plan.soldOut)
-                overlay.soldOut = true
+                batch.soldOut = true
             }
             let body = BodyEncoder.checkout(order)
             if !d.idempotencyKey.isEmpty {
@@ -491,10 +562,8 @@ final class CustomerShard: @unchecked Sendable {
                                             IdempotentAnswer(fingerprint: print, field: MethodField.checkout.rawValue, body: body))
             }
             try tx.releaseSavepoint()
-            save(StoredCart(version: (cart?.version ?? 0) + 1, lines: []), key: holderKey, session: holder,
-                 storeUID: d.storeUID, now, &overlay)
-            var s = current(key, overlay) ?? session
-            remember(&s, key: key, d.idempotencyKey, print, .checkout, body, now, &overlay)
+            save(StoredCart(version: (cart?.version ?? 0) + 1, lines: []), key: holderKey, storeUID: d.storeUID, now, &batch)
+            remember(key: key, d.idempotencyKey, print, .checkout, body, now, &batch)
             return .ok(.checkout, body)
         } catch {
             try tx.rollbackToSavepoint()
@@ -517,34 +586,53 @@ final class CustomerShard: @unchecked Sendable {
         throw Refusal(.unavailable, "No session token could be made; try again.")
     }
 
-    private func checkSession(_ key: SessionKey?, _ overlay: Overlay) throws(Refusal) -> (SessionKey, SessionState) {
+    /// The request's session, checked: its key and, for a logged-in
+    /// session, the account entry that owns it. Read in place: a copy of the
+    /// session retains (and then releases) its dictionaries.
+    private func checkSessionKey(_ key: SessionKey?) throws(Refusal) -> (key: SessionKey, owner: SessionKey?) {
         guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
         // An account's own entry is no session (no token hashes to its key).
-        guard let s = current(key, overlay), s.account == nil else {
+        guard let (isAccount, sealed, owner) = withSession(key, { ($0.account != nil, $0.sealedInto != nil, $0.owner) }),
+              !isAccount else {
             throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
         }
-        if s.sealedInto != nil {
+        if sealed {
             throw Refusal(.failedPrecondition, "This session is being merged into an account by a login; use the session the login answers.")
         }
-        return (key, s)
+        return (key, owner)
     }
 
     /// The request's session, and the entry that holds its carts and
     /// orders: the session itself, or for a logged-in session its account.
-    private func cartHolder(_ key: SessionKey?, _ overlay: Overlay) throws(Refusal)
-        -> (session: SessionKey, sessionState: SessionState, holder: SessionKey, holderState: SessionState) {
-        let (key, s) = try checkSession(key, overlay)
-        guard let owner = s.owner else { return (key, s, key, s) }
-        guard let account = current(owner, overlay), account.account != nil else {
+    private func cartHolderKeys(_ key: SessionKey?) throws(Refusal) -> (session: SessionKey, holder: SessionKey) {
+        let (key, owner) = try checkSessionKey(key)
+        guard let owner else { return (key, key) }
+        guard withSession(owner, { $0.account != nil }) == true else {
             throw Refusal(.unauthenticated, "The session's account is gone; log in again.")
         }
-        return (key, s, owner, account)
+        return (key, owner)
+    }
+
+    /// `cartHolderKeys` with copies of both entries.
+    private func cartHolder(_ key: SessionKey?) throws(Refusal)
+        -> (session: SessionKey, sessionState: SessionState, holder: SessionKey, holderState: SessionState) {
+        let (key, holderKey) = try cartHolderKeys(key)
+        guard let s = current(key), let holder = current(holderKey) else {
+            throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
+        }
+        return (key, s, holderKey, holder)
     }
 
     /// A session as the batch so far leaves it.
-    func current(_ key: SessionKey, _ overlay: Overlay) -> SessionState? {
-        if overlay.removed.contains(key) { return nil }
-        return overlay.sessions[key] ?? state.sessions[key]
+    func current(_ key: SessionKey) -> SessionState? { state.sessions[key] }
+
+    /// `body` on the session of `key` in place, or nil when there is none:
+    /// the dictionary's getter (and `values[i]`'s) copies the whole session,
+    /// retaining and releasing its dictionaries.
+    @inline(__always)
+    private func withSession<R>(_ key: SessionKey, _ body: (inout SessionState) -> R) -> R? {
+        guard let i = state.sessions.index(forKey: key) else { return nil }
+        return body(&state.sessions.values[i])
     }
 
     private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
@@ -552,9 +640,10 @@ final class CustomerShard: @unchecked Sendable {
         guard catalog.stores[storeUID] != nil else { throw Refusal(.notFound, "No store has the uid \"\(clip(storeUID))\".") }
     }
 
-    /// The remembered answer of an earlier request with this key, or nil.
-    private func replay(_ session: SessionState, _ name: String, _ print: String, _ now: Int64) throws(Refusal) -> CommerceOutcome? {
-        guard !name.isEmpty, let stored = session.answers[name],
+    /// The remembered answer of the session's earlier request with this
+    /// idempotency key, or nil.
+    private func replay(_ key: SessionKey, _ name: String, _ print: String, _ now: Int64) throws(Refusal) -> CommerceOutcome? {
+        guard !name.isEmpty, let stored = withSession(key, { $0.answers[name] }) ?? nil,
               now - stored.atUnix <= context.lifetimes.answers else { return nil }
         guard stored.answer.fingerprint == print, let field = MethodField(rawValue: stored.answer.field) else {
             throw Refusal(.failedPrecondition, "The idempotency key \"\(clip(name))\" was already used for a different request.")
