@@ -264,11 +264,3 @@ private struct SettingsFile {
     }
 }
 
-extension Substring {
-    var trimmingSpaces: Substring {
-        var s = self
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" || s.last == "\r" { s = s.dropLast() }
-        return s
-    }
-}

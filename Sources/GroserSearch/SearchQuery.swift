@@ -1,3 +1,4 @@
+import GroserSystem
 /// How a query word matched a word of the index. The order is the
 /// ranking's: exact beats stemmed beats prefix beats typo.
 public enum MatchKind: UInt8, Sendable, Comparable {
@@ -267,13 +268,4 @@ extension SearchIndex {
 
     /// The shelf position of product `product`.
     public func shelfPosition(ofProduct product: UInt32) -> Int { shelf(ofProduct: product) }
-}
-
-extension String {
-    /// Without leading and trailing spaces (ASCII white space).
-    var trimmingSpaces: Substring {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return self[start...end]
-    }
 }

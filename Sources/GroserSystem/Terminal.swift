@@ -67,3 +67,15 @@ public enum Terminal {
         return answer == "y" || answer == "yes"
     }
 }
+
+extension StringProtocol {
+    /// Without leading and trailing ASCII white space (space, tab, CR, LF):
+    /// what a line of a settings file, a query or a server message is trimmed of.
+    public var trimmingSpaces: SubSequence {
+        let isSpace: (Character) -> Bool = { $0.isASCII && $0.isWhitespace }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else {
+            return self[endIndex...]
+        }
+        return self[start...end]
+    }
+}

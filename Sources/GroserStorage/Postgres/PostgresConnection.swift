@@ -1,4 +1,5 @@
 import CPostgres
+import GroserSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -194,15 +195,6 @@ public final class PostgresConnection: @unchecked Sendable {
 
     private static func oneLine(_ p: UnsafePointer<CChar>?) -> String {
         guard let p else { return "" }
-        return String(cString: p).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: " ") }.joined(separator: " ")
-    }
-}
-
-private extension Substring {
-    func trimmingCharacters(in set: Character) -> Substring {
-        var s = self
-        while s.first == set { s.removeFirst() }
-        while s.last == set { s.removeLast() }
-        return s
+        return String(cString: p).split(whereSeparator: \.isNewline).map { $0.trimmingSpaces }.joined(separator: " ")
     }
 }
