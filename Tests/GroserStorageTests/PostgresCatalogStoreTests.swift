@@ -314,3 +314,152 @@ struct PostgresCatalogStoreTests {
         #expect(try store.catalogVersion() == 2)
     }
 }
+
+/// Runs an import through `store` in chunks of `chunk` records: its
+/// summary, or the problem that refused it, as text.
+private func runImport(_ store: any CatalogImporting, replace: Bool = false, chunk: Int = 3, _ records: [CatalogRecord]) throws -> String {
+    let session = try store.beginImport(id: 1, replace: replace)
+    defer { session.discard() }
+    let numbered = records.enumerated().map { NumberedRecord(line: UInt32($0.offset + 1), record: $0.element) }
+    do {
+        for start in stride(from: 0, to: numbered.count, by: chunk) {
+            try session.add(Array(numbered[start..<min(start + chunk, numbered.count)]))
+        }
+        #expect(session.records == UInt64(numbered.count))
+        let s = try session.commit()
+        return "version \(s.catalogVersion), \(s.stores) stores, \(s.products) products, \(s.removed) removed"
+    } catch {
+        return "refused: \(error)"
+    }
+}
+
+private func product(_ uid: String, shelf: String, name: String, price: Int64, stock: UInt32, barcode: String = "") -> CatalogRecord {
+    .product(CatalogProduct(product: Product(uid: uid, name: name, brand: "Бренд", unit: "g", unitSize: 500,
+                                             price: Money(minorUnits: price, currency: "RUB"), imageURL: "/img/\(uid).jpg",
+                                             outOfStock: stock == 0, oftenOutOfStock: false, shelfUID: shelf),
+                            stock: stock, barcode: barcode))
+}
+
+/// Catalog import and export into PostgreSQL, each checked against what
+/// SQLiteCatalogStore does with the same records.
+@Suite("PostgresCatalogStore import and export", .serialized, .enabled(if: testPostgres != nil, "GROSER_TEST_PG is not set: tools/test starts a cluster and sets it"))
+struct PostgresCatalogImportTests {
+    let db: TestPostgresDatabase
+    let store: PostgresCatalogStore
+    let dir: TemporaryDirectory
+    let sqlite: SQLiteCatalogStore
+    let sample = SampleCatalog.make()
+
+    init() throws {
+        db = try TestPostgresDatabase()
+        store = try PostgresCatalogStore(conninfo: db.conninfo)
+        dir = try TemporaryDirectory()
+        sqlite = try SQLiteCatalogStore(directory: dir.path)
+    }
+
+    private var msk1: Store { sample.stores.first { $0.uid == "store-msk-1" }! }
+
+    @Test func anImportShowsInTheCatalogAsInSQLite() throws {
+        let existing = msk1.departments[0].shelves[0].products[0]
+        let records: [CatalogRecord] = [
+            .city(City(uid: "city-tst", code: "TST", name: "Тестов", stores: [], defaultStoreUID: "store-tst-1")),
+            .store(StoreSummary(uid: "store-tst-1", name: "Тест", chain: "Сеть", address: "ул. \"Кавычек\", 1", cityUID: "city-tst")),
+            .department(CatalogDepartment(uid: "dep-tst-1", storeUID: "store-tst-1", name: "Молоко")),
+            .shelf(CatalogShelf(uid: "shf-tst-1", departmentUID: "dep-tst-1", name: "Кефир, {ряженка}")),
+            product("p-tst-2", shelf: "shf-tst-1", name: "Кефир 1%", price: 9_990, stock: 0),
+            product("p-tst-1", shelf: "shf-tst-1", name: "Кефир 3,2%", price: 10_990, stock: 5, barcode: "4600000000001"),
+            product(existing.uid, shelf: existing.shelfUID, name: existing.name, price: 1, stock: 9),
+        ]
+        let listener = try db.connect()
+        try listener.listen(PostgresCatalogStore.notificationChannel)
+        let pg = try runImport(store, records)
+        #expect(pg == "version 2, 1 stores, 3 products, 0 removed")
+        #expect(pg == (try runImport(sqlite, records)))
+        let loaded = try store.loadCatalog()
+        #expect(loaded.version == 2)
+        #expect(loaded.catalog == (try sqlite.loadCatalog().catalog))
+        let shelf = loaded.catalog.stores.first { $0.uid == "store-tst-1" }?.departments.first?.shelves.first
+        #expect(shelf?.products.map(\.uid) == ["p-tst-2", "p-tst-1"] && shelf?.products.first?.outOfStock == true)
+        #expect(shelf?.products.last?.barcode == "4600000000001")
+        // Only the shelves the import wrote to are reported changed.
+        #expect(Set(try store.loadChangedShelves(since: 1).shelves.keys) == ["shf-tst-1", existing.shelfUID])
+        var heard: [(channel: String, payload: String)] = []
+        for _ in 0..<5 where heard.isEmpty { heard = try listener.notifications(timeoutMilliseconds: 1000) }
+        #expect(heard.map(\.payload) == ["2"])
+    }
+
+    @Test func aReplacingImportRemovesWhatTheFileDoesNotNameAsInSQLite() throws {
+        let city = sample.cities.first { $0.uid == "city-msk" }!
+        let department = msk1.departments[0], shelf = department.shelves[0]
+        var records: [CatalogRecord] = [
+            .city(City(uid: city.uid, code: city.code, name: city.name + " (новая)", stores: [], defaultStoreUID: city.defaultStoreUID)),
+            .store(msk1.summary),
+            .department(CatalogDepartment(uid: department.uid, storeUID: msk1.uid, name: department.name)),
+            .shelf(CatalogShelf(uid: shelf.uid, departmentUID: department.uid, name: shelf.name)),
+        ]
+        for p in shelf.products.prefix(2) { records.append(product(p.uid, shelf: shelf.uid, name: p.name, price: p.price.minorUnits, stock: 3)) }
+        let removed = msk1.departments.flatMap { $0.shelves.flatMap(\.products) }.count - 2
+        let pg = try runImport(store, replace: true, chunk: 100, records)
+        #expect(pg == "version 2, 1 stores, 2 products, \(removed) removed")
+        #expect(pg == (try runImport(sqlite, replace: true, chunk: 100, records)))
+        let loaded = try store.loadCatalog().catalog
+        #expect(loaded == (try sqlite.loadCatalog().catalog))
+        #expect(loaded.stores.first { $0.uid == msk1.uid }?.departments.flatMap { $0.shelves.flatMap(\.products) }.count == 2)
+        #expect(loaded.stores.filter { $0.uid != msk1.uid } == sample.stores.filter { $0.uid != msk1.uid }, "other stores are untouched")
+    }
+
+    @Test(arguments: [
+        "a uid twice in the file", "a store of no city", "a store moving city", "a department of no store",
+        "a department moving store", "a shelf of no department", "a shelf moving store", "a product of no shelf",
+        "a product moving store", "a product twice", "a default store of another city",
+    ])
+    func aRefusedImportSaysWhatSQLiteSaysAndChangesNothing(_ kind: String) throws {
+        let spb1 = sample.stores.first { $0.uid == "store-spb-1" }!
+        let mskProduct = msk1.departments[0].shelves[0].products[0]
+        let tst = City(uid: "city-tst", code: "TST", name: "Тестов", stores: [], defaultStoreUID: "store-tst-1")
+        let records: [CatalogRecord] = switch kind {
+        case "a uid twice in the file": [.city(tst), .city(tst)]
+        case "a store of no city": [.store(StoreSummary(uid: "store-x", name: "X", chain: "C", address: "A", cityUID: "city-none"))]
+        case "a store moving city": [.store(StoreSummary(uid: msk1.uid, name: "X", chain: "C", address: "A", cityUID: "city-spb"))]
+        case "a department of no store": [.department(CatalogDepartment(uid: "dep-x", storeUID: "store-none", name: "D"))]
+        case "a department moving store": [.department(CatalogDepartment(uid: msk1.departments[0].uid, storeUID: spb1.uid, name: "D"))]
+        case "a shelf of no department": [.shelf(CatalogShelf(uid: "shf-x", departmentUID: "dep-none", name: "S"))]
+        case "a shelf moving store": [.shelf(CatalogShelf(uid: msk1.departments[0].shelves[0].uid, departmentUID: spb1.departments[0].uid, name: "S"))]
+        case "a product of no shelf": [product("p-x", shelf: "shf-none", name: "P", price: 1, stock: 1)]
+        case "a product moving store": [product(mskProduct.uid, shelf: spb1.departments[0].shelves[0].uid, name: "P", price: 1, stock: 1)]
+        case "a product twice": [product("p-x", shelf: mskProduct.shelfUID, name: "P", price: 1, stock: 1),
+                                 product("p-y", shelf: mskProduct.shelfUID, name: "Q", price: 1, stock: 1),
+                                 product("p-x", shelf: mskProduct.shelfUID, name: "R", price: 1, stock: 1)]
+        default: [.city(City(uid: "city-tst", code: "TST", name: "T", stores: [], defaultStoreUID: msk1.uid))]
+        }
+        let pg = try runImport(store, chunk: 2, records)
+        #expect(pg.hasPrefix("refused: line "), "\(pg)")
+        #expect(pg == (try runImport(sqlite, chunk: 2, records)))
+        #expect(try store.loadCatalog().catalog == sample)
+        #expect(try store.catalogVersion() == 1)
+    }
+
+    @Test(arguments: [("", 997), ("", 10_000), ("store-spb-1", 100)])
+    func theExportPagesAreSQLitesPages(storeUID: String, limit: Int) throws {
+        var cursors: (ExportCursor?, ExportCursor?) = (nil, nil)
+        var pages = 0
+        repeat {
+            let pg = try store.exportPage(storeUID: storeUID, from: cursors.0, limit: limit)
+            let lite = try sqlite.exportPage(storeUID: storeUID, from: cursors.1, limit: limit)
+            #expect(pg.records == lite.records && pg.next == lite.next && pg.version == lite.version, "page \(pages)")
+            #expect(pg.records.count <= limit)
+            cursors = (pg.next, lite.next)
+            pages += 1
+        } while cursors.0 != nil && pages < 1000
+        #expect(pages > 1 || limit == 10_000)
+    }
+
+    @Test func exportingAnUnknownStoreOrAfterAChangeIsRefused() throws {
+        let unknown = #expect(throws: StorageError.self) { try store.exportPage(storeUID: "store-none", from: nil, limit: 10) }
+        #expect(unknown?.description == "no store has the uid \"store-none\"")
+        let first = try store.exportPage(storeUID: "", from: nil, limit: 10)
+        _ = try store.write { (t) throws(StorageError) in try t.bumpCatalogVersion(touching: []) }
+        let changed = #expect(throws: StorageError.self) { try store.exportPage(storeUID: "", from: first.next, limit: 10) }
+        #expect(changed?.description == "the catalog changed (version 1 → 2) since the export began; start it again")
+    }
+}

@@ -22,7 +22,7 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
 
     /// `conninfo` with a connect timeout, so that an unreachable server
     /// fails a call instead of hanging it.
-    private let connectInfo: String
+    let connectInfo: String
     /// Nil after the connection was found lost: the next call reconnects.
     private let connection: Locked<PostgresConnection?>
 
@@ -80,7 +80,7 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
     /// repeats it. A connection lost later is dropped, and the error is
     /// `isUnavailable`; the next call reconnects. When `body` throws inside
     /// a transaction, the transaction is rolled back.
-    private func withConnection<S, T>(
+    func withConnection<S, T>(
         start: (PostgresConnection) throws(PostgresError) -> S,
         _ body: (PostgresConnection, S) throws(StorageError) -> T
     ) throws(StorageError) -> T {
@@ -209,10 +209,10 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
     /// The stock of a row of `productColumns`.
     static func stock(_ r: [String?]) -> UInt32 { UInt32(clamping: Int64(r[9] ?? "") ?? 0) }
 
-    private static let snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-    private static let versionQuery = "SELECT value FROM meta WHERE key = 'catalog_version'"
+    static let snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+    static let versionQuery = "SELECT value FROM meta WHERE key = 'catalog_version'"
 
-    private static func version(_ rows: PostgresRows) throws(StorageError) -> UInt64 {
+    static func version(_ rows: PostgresRows) throws(StorageError) -> UInt64 {
         guard let v = rows.rows.first?[0].flatMap({ UInt64($0) }) else { throw StorageError("the database has no catalog version") }
         return v
     }
