@@ -30,10 +30,10 @@ public final class Server: Sendable {
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
     ///   - commerceStore: where carts, sessions and orders are written.
-    /// - Parameter catalogStore: the SQLite store, for catalog imports and exports.
+    /// - Parameter catalogStore: the store (SQLite's or PostgreSQL's) that takes catalog imports and exports.
     ///   - customers: sessions, carts and checkout (the customer shards).
     public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore,
-                catalogStore: SQLiteCatalogStore? = nil, customers: CustomerService? = nil, logger: Logger) {
+                catalogStore: (any CatalogImporting)? = nil, customers: CustomerService? = nil, logger: Logger) {
         self.config = config
         self.service = service
         self.logger = logger

@@ -3,7 +3,20 @@ import CSQLite
 /// A storage failure: a readable sentence, with SQLite's own message.
 public struct StorageError: Error, Sendable, CustomStringConvertible {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// The store could not be reached (PostgreSQL down or the connection
+    /// lost), as opposed to a refusal of the request itself: a caller may
+    /// answer UNAVAILABLE and let the client retry.
+    public var isUnavailable: Bool
+
+    public init(_ description: String) {
+        self.description = description
+        isUnavailable = false
+    }
+
+    public init(_ description: String, isUnavailable: Bool) {
+        self.description = description
+        self.isUnavailable = isUnavailable
+    }
 }
 
 // SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot import it.

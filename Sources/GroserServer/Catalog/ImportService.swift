@@ -8,7 +8,7 @@ import GroserWire
 /// against the live database until the import's one transaction commits.
 final class ImportService: Sendable {
     private let queue = BlockingQueue<CommerceJob>()
-    private let store: SQLiteCatalogStore
+    private let store: any CatalogImporting
     private let catalog: CatalogService
     private let isOperator: @Sendable (Caller) -> Bool
     private let logger: Logger
@@ -25,17 +25,17 @@ final class ImportService: Sendable {
 
     private final class OpenImport: @unchecked Sendable {
         // @unchecked: used only on the import thread.
-        let staging: SQLiteCatalogImport
+        let staging: any CatalogImportSession
         let owner: UInt32?
         var lastUsed: UInt64
-        init(_ staging: SQLiteCatalogImport, owner: UInt32?) {
+        init(_ staging: any CatalogImportSession, owner: UInt32?) {
             self.staging = staging
             self.owner = owner
             lastUsed = monotonicNanoseconds()
         }
     }
 
-    init(store: SQLiteCatalogStore, catalog: CatalogService, isOperator: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
+    init(store: any CatalogImporting, catalog: CatalogService, isOperator: @escaping @Sendable (Caller) -> Bool, logger: Logger) {
         self.store = store
         self.catalog = catalog
         self.isOperator = isOperator
@@ -107,7 +107,7 @@ final class ImportService: Sendable {
             }
             let id = nextID.withLock { $0 += 1; return $0 }
             do {
-                open = OpenImport(try SQLiteCatalogImport(store: store, id: id, replace: chunk.replace), owner: caller.uid)
+                open = OpenImport(try store.beginImport(id: id, replace: chunk.replace), owner: caller.uid)
             } catch {
                 throw Refusal(.unavailable, "The import could not start: \(error).")
             }
@@ -126,18 +126,19 @@ final class ImportService: Sendable {
             logger.info("import \(id) aborted after \(open.staging.records) records")
             return .ok(.importCatalog, BodyEncoder.importCatalog(ImportResult(importID: id, records: open.staging.records)))
         }
-        for record in chunk.records {
-            let problem: ImportProblem?
-            if let reason = CatalogRecordRules.problem(record.record) {
-                problem = ImportProblem(line: record.line, reason)
-            } else {
-                do { try open.staging.add(record); problem = nil } catch { problem = error }
-            }
-            if let problem {
-                close(id)
-                logger.info("import \(id) refused: \(problem)")
-                throw Refusal(.invalidArgument, "The import was refused, and nothing of it applied: \(problem).")
-            }
+        // The records before the first that breaks a value rule are staged
+        // at once (one round trip to PostgreSQL); a problem the store finds
+        // among them is earlier in the file, so it is the one reported.
+        let broken = chunk.records.firstIndex { CatalogRecordRules.problem($0.record) != nil }
+        var problem: ImportProblem?
+        do { try open.staging.add(Array(chunk.records[..<(broken ?? chunk.records.endIndex)])) } catch { problem = error }
+        if problem == nil, let broken, let reason = CatalogRecordRules.problem(chunk.records[broken].record) {
+            problem = ImportProblem(line: chunk.records[broken].line, reason)
+        }
+        if let problem {
+            close(id)
+            logger.info("import \(id) refused: \(problem)")
+            throw Refusal(.invalidArgument, "The import was refused, and nothing of it applied: \(problem).")
         }
         guard chunk.commit else {
             return .ok(.importCatalog, BodyEncoder.importCatalog(ImportResult(importID: id, records: open.staging.records)))

@@ -100,6 +100,73 @@ public final class PostgresConnection: @unchecked Sendable {
         return try Self.rows(of: result, c, statement: nil)
     }
 
+    /// Runs `sql`, one or more statements without parameters (libpq's
+    /// simple protocol: PQexec), for schema scripts and transaction control;
+    /// statements after a failing one do not run.
+    public func executeScript(_ sql: String) throws(PostgresError) {
+        let c = try live()
+        _ = try Self.rows(of: PQexec(c, sql), c, statement: nil)
+    }
+
+    /// The connection is lost: no statement can run on it (libpq's
+    /// CONNECTION_BAD, known after a call failed).
+    public var isBroken: Bool { conn.map { PQstatus($0) == CONNECTION_BAD } ?? true }
+
+    /// A transaction is open (idle or failed) on the connection.
+    public var isInTransaction: Bool {
+        guard let conn else { return false }
+        let s = PQtransactionStatus(conn)
+        return s == PQTRANS_INTRANS || s == PQTRANS_INERROR
+    }
+
+    /// Starts receiving the notifications sent on `channel` (LISTEN).
+    public func listen(_ channel: String) throws(PostgresError) {
+        try executeScript("LISTEN " + Self.quotedIdentifier(channel))
+    }
+
+    /// The notifications that arrived (delivered at their sender's commit),
+    /// waiting up to `timeoutMilliseconds` for the first when none has yet;
+    /// empty when none came in time.
+    public func notifications(timeoutMilliseconds: Int) throws(PostgresError) -> [(channel: String, payload: String)] {
+        let c = try live()
+        var out = try drainNotifications(c)
+        guard out.isEmpty, timeoutMilliseconds > 0 else { return out }
+        var fd = pollfd(fd: PQsocket(c), events: Int16(POLLIN), revents: 0)
+        guard fd.fd >= 0 else { throw failure(c, "the connection has no socket") }
+        let deadline = monotonicMilliseconds() + timeoutMilliseconds
+        while out.isEmpty {
+            let left = deadline - monotonicMilliseconds()
+            if left <= 0 { break }
+            let n = poll(&fd, 1, Int32(clamping: left))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PostgresError(sqlState: "", message: "poll on the connection failed: errno \(errno)")
+            }
+            if n == 0 { break }
+            // Data that held no notification (a parameter status) does not
+            // end the wait.
+            out = try drainNotifications(c)
+        }
+        return out
+    }
+
+    private func drainNotifications(_ c: OpaquePointer) throws(PostgresError) -> [(channel: String, payload: String)] {
+        guard PQconsumeInput(c) == 1 else { throw failure(c, "cannot read from the connection") }
+        var out: [(channel: String, payload: String)] = []
+        while let n = PQnotifies(c) {
+            out.append((String(cString: n.pointee.relname), String(cString: n.pointee.extra)))
+            PQfreemem(n)
+        }
+        return out
+    }
+
+    private func monotonicMilliseconds() -> Int { Int(monotonicNanoseconds() / 1_000_000) }
+
+    /// `name` as an SQL identifier, quoted ("a""b").
+    public static func quotedIdentifier(_ name: String) -> String {
+        "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+    }
+
     /// Runs `statements` in one transaction and one round trip (libpq's
     /// pipeline mode, PostgreSQL 14+): every statement, then one sync. The
     /// statements up to a sync are one implicit transaction (no BEGIN or
