@@ -80,7 +80,7 @@ let package = Package(
         .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),
         .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
         .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire", "GroserSystem"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem", "GroserStorage"]),
         // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).
         .testTarget(name: "GroserFuzzTests", dependencies: ["GroserFuzz", "GroserWire"]),
     ],

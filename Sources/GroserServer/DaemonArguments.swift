@@ -14,6 +14,10 @@ public enum DaemonArguments {
                                systemd (LISTEN_FDS) is used instead
       --data DIR               data directory holding groser.sqlite3 (default:
                                $XDG_DATA_HOME/groser, else ~/.local/share/groser)
+      --store STORE            where the catalog, carts and orders live: "sqlite" (default:
+                               groser.sqlite3 and the customer log in --data), or a
+                               PostgreSQL database several groserd share, as a libpq URI
+                               (postgres://…) or conninfo ("host=/run/postgresql dbname=groser")
       --image-base-url URL     scheme://host:port put before relative image URLs
                                (default: http://localhost:8080)
       --max-frame-bytes N      largest accepted frame body (default: 4194304)
@@ -119,6 +123,15 @@ public enum DaemonArguments {
                 let path = try v()
                 guard !path.isEmpty else { throw ServerError("\(name) needs a non-empty path") }
                 if name == "--socket" { config.socketPath = path } else { config.dataDirectory = path }
+            case "--store":
+                let text = try v()
+                if text == "sqlite" {
+                    config.postgres = nil
+                } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") || text.contains("=") {
+                    config.postgres = text
+                } else {
+                    throw ServerError("--store must be sqlite, a postgres:// URI or a libpq conninfo such as \"host=/run/postgresql dbname=groser\", not \"\(clip(text))\"")
+                }
             case "--image-base-url":
                 let url = try v()
                 guard url.contains("://") else {

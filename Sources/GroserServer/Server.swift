@@ -26,6 +26,8 @@ public final class Server: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     private let openConnections = ConnectionCount()
     private let customers: CustomerService?
+    /// With a shared PostgreSQL store: follows other hosts' catalog changes.
+    private let follower: CatalogFollower?
 
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
@@ -38,6 +40,7 @@ public final class Server: Sendable {
         self.service = service
         self.logger = logger
         self.customers = customers
+        follower = config.postgres.map { CatalogFollower(conninfo: $0, catalog: service, logger: logger) }
         let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
                                     imageBaseURL: config.imageBaseURL)
         let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
@@ -81,6 +84,9 @@ public final class Server: Sendable {
             throw ServerError("cannot start the event loops: \(error)")
         }
         state.withLock { $0 = .running(loops: loops, threads: threads, listener: listener) }
+        do { try follower?.start() } catch {
+            logger.error("cannot start the thread that follows other hosts' catalog changes: \(error)")
+        }
         let catalog = service.current
         logger.info("\(ProtocolInfo.serverVersion) listening on \(listeningOn) with \(loops.count) event loop(s); catalog version \(catalog.version), \(catalog.stores.count) stores, \(catalog.stores.values.reduce(0) { $0 + $1.productCount }) products")
     }
@@ -140,6 +146,7 @@ public final class Server: Sendable {
         }
         guard let (threads, listener) = taken else { return }
         for t in threads { t.join() }
+        follower?.stop()
         // The loops waited for their answers; nothing more can be queued.
         commits.stop()
         state.withLock { $0 = .stopping }

@@ -44,6 +44,10 @@ public struct ServerConfig: Sendable {
     /// A new data directory starts with the built-in sample catalog, unless
     /// this is false (an operator who imports a chain's own catalog).
     public var seedSampleCatalog = true
+    /// The PostgreSQL database (libpq URI or conninfo) that holds the
+    /// catalog, carts and orders, shared with other groserd; nil: SQLite
+    /// and the customer log in the data directory.
+    public var postgres: String?
     /// Shards of customer state (a new data directory only).
     public var customerShards = 2
     /// Customer log segment size that triggers a checkpoint.

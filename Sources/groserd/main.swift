@@ -62,16 +62,29 @@ do {
         logger.warning("narrowing the data directory \(config.dataDirectory) to mode 0700")
         try Files.changeMode(config.dataDirectory, to: 0o700)
     }
-    let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
-    logger.info("data in \(store.path)")
-    let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-    let customers = try CustomerService(CustomerService.Options(
+    let options = CustomerService.Options(
         directory: config.customerDirectory, shards: config.customerShards, segmentBytes: config.logSegmentBytes,
         lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
         limits: CartLimits(maximumQuantity: config.maximumQuantity),
-        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer)), catalog: service, orders: store, logger: logger)
-    let created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
+        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer))
+    let created: Server
+    if let conninfo = config.postgres {
+        // Several groserd share the database: catalog, carts and orders there.
+        let store = try PostgresCatalogStore(conninfo: conninfo, seedSampleCatalog: config.seedSampleCatalog)
+        logger.info("data in PostgreSQL (\(PostgresCustomerStore.describe(conninfo)))")
+        let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
+        let customers = try CustomerService(sharedStore: conninfo, options, catalog: service, orders: store,
+                                            products: { (uid) throws(StorageError) in try store.productFacts(uid) }, logger: logger)
+        created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
                          logger: logger)
+    } else {
+        let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
+        logger.info("data in \(store.path)")
+        let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
+        let customers = try CustomerService(options, catalog: service, orders: store, logger: logger)
+        created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
+                         logger: logger)
+    }
     signals = TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
         notifier.notify("STOPPING=1")

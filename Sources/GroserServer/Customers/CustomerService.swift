@@ -108,6 +108,20 @@ public final class CustomerService: Sendable {
         }
     }
 
+    /// groserd's shards over a PostgreSQL database several groserd share
+    /// (`--store`): memory is a cache, each batch one transaction there.
+    public convenience init(sharedStore conninfo: String, _ options: Options, catalog: CatalogService,
+                            orders: any CommerceStore,
+                            products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
+                            logger: Logger,
+                            yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
+                            unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
+        let stores: [any CustomerStore] = (0..<max(1, min(64, options.shards))).map { _ in PostgresCustomerStore(conninfo: conninfo) }
+        try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
+                      catalog: catalog, orders: orders, products: products,
+                      logger: logger, loginThrottle: options.loginThrottle, yearMonth: yearMonth, unixTime: unixTime)
+    }
+
     /// Forgets the shards' state and rebuilds it from their stores, as a
     /// restart would. Only while the shards' threads are not started.
     public func reload() throws(StorageError) {

@@ -48,6 +48,21 @@ struct ShardJob: Sendable {
     var step: AccountStepCall? = nil
 }
 
+extension ShardJob {
+    /// The sessions the request reads or changes (a shared store reads them
+    /// afresh for each batch; the owners of logged-in sessions come along).
+    func appendKeys(to keys: inout [SessionKey]) {
+        if let key { keys.append(key) }
+        guard let step else { return }
+        switch step.step {
+        case .register(let owner, _), .credentials(let owner): keys.append(owner)
+        case .seal(let guest, let owner): keys.append(guest); keys.append(owner)
+        case .merge(let owner, let guest, _, _, _, _): keys.append(owner); if let guest { keys.append(guest) }
+        case .removeSealed(let guest): keys.append(guest)
+        }
+    }
+}
+
 /// One shard of customer state: the sessions whose key hashes to it, in
 /// memory, owned by the shard's one thread (no lock on the hot path). It
 /// takes every waiting request as a batch, applies the rules to its state
@@ -62,6 +77,8 @@ final class CustomerShard: @unchecked Sendable {
     let index: Int
     let count: Int
     let store: any CustomerStore
+    /// `store`, when several groserd share it (PostgreSQL).
+    let shared: (any SharedCustomerStore)?
     let context: ShardContext
     private let queue = BlockingQueue<ShardJob>()
     // Not checked for exclusivity at run time (each access cost about 80
@@ -78,6 +95,7 @@ final class CustomerShard: @unchecked Sendable {
         self.index = index
         self.count = count
         self.store = store
+        shared = store as? any SharedCustomerStore
         self.context = context
         cache = ProductCache(source: context.products)
     }
@@ -213,34 +231,10 @@ final class CustomerShard: @unchecked Sendable {
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         var stepAnswers: [AccountStepAnswer?] = []
-        let needsDatabase = jobs.contains { j in
-            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
-        }
-        do {
-            if needsDatabase {
-                try context.orders.write { (tx) throws(StorageError) in
-                    for i in jobs.indices {
-                        outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
-                        stepAnswers.append(batch.stepAnswer.take())
-                    }
-                }
-            } else {
-                for i in jobs.indices {
-                    outcomes.append(handle(jobs[i], catalog, now, &batch, nil))
-                    stepAnswers.append(batch.stepAnswer.take())
-                }
-            }
-            if !batch.records.isEmpty {
-                let started = monotonicNanoseconds()
-                try store.append(batch.records)
-                context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
-            }
-        } catch {
-            context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
-            let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error.description)); nothing was changed. Try again later."))
-            outcomes = jobs.map { _ in failed }
-            undo(batch)
-            batch = Batch()
+        if let shared {
+            runShared(jobs, shared, catalog, now, &batch, &outcomes, &stepAnswers)
+        } else {
+            runLogged(jobs, catalog, now, &batch, &outcomes, &stepAnswers)
         }
         // Every request's session was used, answered or refused; a run of
         // one session's requests (a pipelining client) sets it once.
@@ -281,6 +275,91 @@ final class CustomerShard: @unchecked Sendable {
         }
         context.logger.debug("shard \(index): \(jobs.count) request(s), \(batch.records.count) record(s) in \((monotonicNanoseconds() - started) / 1000) µs")
         return outcomes
+    }
+
+    /// A batch against the customer log: the rules on the state in memory
+    /// (checkouts in one transaction of the catalog's database), then the
+    /// records appended with one fdatasync.
+    private func runLogged(_ jobs: UnsafeBufferPointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
+                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+        let needsDatabase = jobs.contains { j in
+            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
+        }
+        do {
+            if needsDatabase {
+                try context.orders.write { (tx) throws(StorageError) in
+                    for i in jobs.indices {
+                        outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
+                        stepAnswers.append(batch.stepAnswer.take())
+                    }
+                }
+            } else {
+                for i in jobs.indices {
+                    outcomes.append(handle(jobs[i], catalog, now, &batch, nil))
+                    stepAnswers.append(batch.stepAnswer.take())
+                }
+            }
+            if !batch.records.isEmpty {
+                let started = monotonicNanoseconds()
+                try store.append(batch.records)
+                context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
+            }
+        } catch {
+            failAll(jobs, error, &batch, &outcomes, &stepAnswers)
+        }
+    }
+
+    /// Times a batch is run again after another host changed one of its
+    /// sessions first.
+    static let sharedAttempts = 5
+
+    /// A batch against a store several groserd share: one transaction that
+    /// reads the batch's sessions afresh (locked), applies the rules, writes
+    /// the records and commits; run again when another host won a race.
+    private func runShared(_ jobs: UnsafeBufferPointer<ShardJob>, _ shared: any SharedCustomerStore, _ catalog: EncodedCatalog,
+                           _ now: Int64, _ batch: inout Batch,
+                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+        var keys: [SessionKey] = []
+        for i in jobs.indices { jobs[i].appendKeys(to: &keys) }
+        let answerCutoff = now - context.lifetimes.answers
+        for attempt in 1...Self.sharedAttempts {
+            do {
+                let started = monotonicNanoseconds()
+                let fresh = try shared.begin(reading: keys, answerCutoff: answerCutoff)
+                for (key, session) in fresh { state.sessions[key] = session }
+                let tx = shared.transaction
+                for i in jobs.indices {
+                    outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
+                    stepAnswers.append(batch.stepAnswer.take())
+                }
+                try shared.commit(batch.records, state: state, answerCutoff: answerCutoff)
+                context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
+                return
+            } catch where error.isConflict && attempt < Self.sharedAttempts {
+                context.logger.debug("shard \(index): another groserd changed a session of this batch first; running it again (\(attempt))")
+                shared.rollback()
+                undo(batch)
+                batch = Batch()
+                outcomes.removeAll(keepingCapacity: true)
+                stepAnswers.removeAll(keepingCapacity: true)
+            } catch {
+                shared.rollback()
+                failAll(jobs, error, &batch, &outcomes, &stepAnswers)
+                return
+            }
+        }
+    }
+
+    /// Answers every request of a batch that could not be made durable
+    /// UNAVAILABLE, and undoes what it changed in memory.
+    private func failAll(_ jobs: UnsafeBufferPointer<ShardJob>, _ error: any Error, _ batch: inout Batch,
+                         _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+        context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
+        let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error)); nothing was changed. Try again later."))
+        outcomes = jobs.map { _ in failed }
+        stepAnswers = jobs.map { _ in nil }
+        undo(batch)
+        batch = Batch()
     }
 
     private func handle(_ j: borrowing ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
@@ -661,6 +740,13 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     private func sweep(now: Int64) {
+        if let shared {
+            // Memory is a cache of the shared store: what expired is
+            // forgotten here, and the store's checkpoint removes it there.
+            _ = state.expire(nowUnix: now, answerLifetime: context.lifetimes.answers, idleLifetime: context.lifetimes.idleSessions)
+            shared.setExpiry(idleBefore: now - context.lifetimes.idleSessions, answersBefore: now - context.lifetimes.answers)
+            return
+        }
         let removed = state.expire(nowUnix: now, answerLifetime: context.lifetimes.answers,
                                    idleLifetime: context.lifetimes.idleSessions)
         guard !removed.isEmpty else { return }

@@ -312,6 +312,24 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
     /// COMMITTED; checkout's reads of a product lock its row) and commits
     /// it; rolls back when `body` throws. A connection lost during COMMIT
     /// leaves the outcome unknown: the error is `isUnavailable`.
+    /// A product as carts need it, with its shelf (as SQLiteCatalogStore's
+    /// `productFacts`): read outside any write transaction, without a lock.
+    public func productFacts(_ uid: String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)? {
+        try withConnection(start: { (c) throws(PostgresError) in
+            try c.execute("""
+                SELECT p.uid, d.store_uid, p.name, p.price_minor, p.currency, p.stock, p.shelf_uid FROM products p
+                JOIN shelves h ON h.uid = p.shelf_uid JOIN departments d ON d.uid = h.department_uid
+                WHERE p.uid = $1
+                """, [uid])
+        }) { (_, rows) throws(StorageError) -> (product: ProductRecord, shelfUID: String)? in
+            guard let r = rows.rows.first else { return nil }
+            return (ProductRecord(uid: r[0] ?? "", storeUID: r[1] ?? "", name: r[2] ?? "",
+                                  price: Money(minorUnits: Int64(r[3] ?? "") ?? 0, currency: r[4] ?? ""),
+                                  stock: UInt32(clamping: Int64(r[5] ?? "") ?? 0)),
+                    r[6] ?? "")
+        }
+    }
+
     public func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
         try withConnection(start: { (c) throws(PostgresError) in try c.executeScript("BEGIN") }) { (c, _) throws(StorageError) -> T in
             let result = try body(PostgresCommerceTransaction(connection: c))

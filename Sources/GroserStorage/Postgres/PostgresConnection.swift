@@ -76,6 +76,9 @@ public final class PostgresConnection: @unchecked Sendable {
             PQfinish(c)
             throw PostgresError(sqlState: "", message: "cannot connect to PostgreSQL: \(message)")
         }
+        // Notices ("relation … already exists, skipping") would go to
+        // standard error, between groserd's log lines: they are dropped.
+        _ = PQsetNoticeProcessor(c, { _, _ in }, nil)
         conn = c
     }
 

@@ -52,6 +52,9 @@ public enum PostgresSchema {
             product_uid text NOT NULL, name text NOT NULL, unit_price_minor bigint NOT NULL,
             quantity bigint NOT NULL, line_total_minor bigint NOT NULL, PRIMARY KEY(order_id, position));
         """,
+        // Sessions, carts and remembered answers, shared by every groserd
+        // on the database (the customer log's records, per session).
+        PostgresCustomerStore.schema,
     ]
 
     /// The advisory lock under which groserd migrates and seeds: the same

@@ -1,0 +1,241 @@
+import Foundation
+import GroserClient
+import GroserStorage
+import GroserSystem
+import Testing
+
+/// The throwaway cluster tools/test starts (tools/pg-cluster), as a libpq
+/// conninfo; nil when the tests run without one.
+private let clusterConninfo = ProcessInfo.processInfo.environment["GROSER_TEST_PG"]
+
+/// A database of its own on the test cluster, dropped when released.
+final class ScratchDatabase {
+    let name: String
+    let conninfo: String
+
+    init() throws {
+        guard let cluster = clusterConninfo else { throw TestFailure("GROSER_TEST_PG is not set") }
+        name = "groser_it_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = try PostgresConnection(cluster)
+        try admin.execute("CREATE DATABASE \(name)")
+        conninfo = cluster + " dbname=\(name)"
+    }
+
+    deinit {
+        guard let cluster = clusterConninfo, let admin = try? PostgresConnection(cluster) else { return }
+        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+}
+
+/// Three groserd, each with its own socket and data directory, sharing one
+/// PostgreSQL database (`--store`), as three hosts would. The processes run
+/// on this one machine (no network namespaces here): what they share is
+/// only the database.
+@Suite("three groserd on one PostgreSQL", .serialized,
+       .enabled(if: clusterConninfo != nil, "GROSER_TEST_PG is not set: tools/test starts a cluster and sets it"))
+struct SharedStoreTests {
+    let database: ScratchDatabase
+    let hosts: [Daemon]
+    let storeUID: String
+    let products: [Product]
+
+    init() throws {
+        database = try ScratchDatabase()
+        // The first creates the schema and the sample catalog; the others find them.
+        let arguments = ["--store", database.conninfo, "--max-quantity", "500"]
+        var started = [try Daemon(extraArguments: arguments)]
+        for _ in 0..<2 { started.append(try Daemon(extraArguments: arguments)) }
+        hosts = started
+        let store = try hosts[0].client().store(.cityCode("SPB"), includeProducts: true)
+        storeUID = store.store.uid
+        products = store.store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }
+    }
+
+    func cart(_ session: String, key: String = "", version: UInt64 = 0) -> CartMutation {
+        CartMutation(session: session, storeUID: storeUID, idempotencyKey: key, expectedVersion: version)
+    }
+
+    func details(_ s: String, version: UInt64, key: String = "") -> CheckoutDetails {
+        CheckoutDetails(session: s, storeUID: storeUID, expectedVersion: version, deliveryAddress: "Невский пр., 1",
+                        card: PaymentCard(number: "4111 1111 1111 1111", expiryMonth: 12, expiryYear: 2099, cvc: "123",
+                                          holderName: "IVAN PETROV"),
+                        idempotencyKey: key)
+    }
+
+    @Test func aCartChangedOnOneHostIsReadOnTheOthers() throws {
+        let s = try hosts[0].client().openSession()
+        _ = try hosts[0].client().addItem(cart(s), productUID: products[0].uid, quantity: 2)
+        for host in hosts[1...] {
+            let c = try host.client().cart(session: s, storeUID: storeUID)
+            #expect(c.lines.map(\.productUID) == [products[0].uid] && c.lines[0].quantity == 2)
+        }
+        // A change through C, then read through A.
+        _ = try hosts[2].client().addItem(cart(s), productUID: products[1].uid)
+        #expect(try hosts[0].client().cart(session: s, storeUID: storeUID).lines.count == 2)
+        // A stale version is refused whichever host gets it.
+        let version = try hosts[1].client().cart(session: s, storeUID: storeUID).version
+        _ = try hosts[1].client().addItem(cart(s, version: version), productUID: products[2].uid)
+        do {
+            _ = try hosts[2].client().addItem(cart(s, version: version), productUID: products[3].uid)
+            Issue.record("a stale cart version was accepted on another host")
+        } catch {
+            #expect(error.status?.code == .aborted || error.status?.code == .failedPrecondition, "\(error)")
+        }
+    }
+
+    @Test func parallelAddsSpreadOverTheHostsSumExactly() throws {
+        let s = try hosts[0].client().openSession()
+        let product = products[4].uid
+        let failures = Locked<[String]>([])
+        let hosts = hosts
+        let mutation = cart(s)
+        DispatchQueue.concurrentPerform(iterations: 100) { i in
+            do {
+                _ = try hosts[i % 3].client(timeout: 20).addItem(mutation, productUID: product, quantity: 1)
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(3))")
+        let c = try hosts[1].client().cart(session: s, storeUID: storeUID)
+        #expect(c.lines.count == 1 && c.lines[0].quantity == 100 - UInt32(failures.withLock { $0.count }))
+        #expect(c.lines.first?.quantity == 100)
+    }
+
+    @Test func theLastUnitIsSoldOnceAcrossHosts() throws {
+        let product = products[6]
+        _ = try hosts[0].client().setProduct(ProductUpdate(productUID: product.uid, stock: 1))
+        // 20 sessions, each with the product in its cart, check out at once on all three hosts.
+        var sessions: [(String, UInt64)] = []
+        for i in 0..<20 {
+            let s = try hosts[i % 3].client().openSession()
+            let c = try hosts[i % 3].client().addItem(cart(s), productUID: product.uid)
+            sessions.append((s, c.version))
+        }
+        let orders = Locked<[String]>([])
+        let refusals = Locked<[String]>([])
+        let hosts = hosts
+        let all = sessions.map { details($0.0, version: $0.1) }
+        DispatchQueue.concurrentPerform(iterations: 20) { i in
+            do {
+                let order = try hosts[i % 3].client(timeout: 20).checkout(all[i])
+                orders.withLock { $0.append(order.number) }
+            } catch {
+                let code = (error as? GroserError)?.status.map { "\($0.code)" } ?? "transport"
+                refusals.withLock { $0.append("\(code): \(error)") }
+            }
+        }
+        #expect(orders.withLock { $0 }.count == 1, "orders: \(orders.withLock { $0 }), refusals: \(refusals.withLock { $0 }.prefix(3))")
+        #expect(refusals.withLock { $0 }.allSatisfy { $0.hasPrefix("FAILED_PRECONDITION") || $0.hasPrefix("ABORTED") },
+                "\(refusals.withLock { $0 }.prefix(3))")
+    }
+
+    @Test func anIdempotentRetrySentToAnotherHostGetsTheFirstAnswer() throws {
+        let s = try hosts[0].client().openSession()
+        let first = try hosts[0].client().addItem(cart(s, key: "add-1"), productUID: products[7].uid, quantity: 3)
+        let retry = try hosts[2].client().addItem(cart(s, key: "add-1"), productUID: products[7].uid, quantity: 3)
+        #expect(retry == first, "the retry must not add again")
+        #expect(try hosts[1].client().cart(session: s, storeUID: storeUID).lines[0].quantity == 3)
+        // A checkout retried on another host: one order, the same answer.
+        let order = try hosts[1].client().checkout(details(s, version: first.version, key: "pay-1"))
+        let again = try hosts[2].client().checkout(details(s, version: first.version, key: "pay-1"))
+        #expect(again.number == order.number)
+        #expect(try hosts[0].client().orders(session: s).count == 1)
+    }
+
+    @Test func aPriceChangeOnOneHostReachesTheOthersWithin100ms() throws {
+        let product = products[8]
+        let before = try hosts[1].client().store(.storeUID(storeUID))
+        // A watcher on host C.
+        let watcher = try RawConnection(path: hosts[2].socketPath)
+        try watcher.send(Request(id: 9, method: .watch(selector: .storeUID(storeUID), sinceVersion: 0)))
+        guard case .watch(let initial)? = try watcher.receive()?.body else { throw TestFailure("no first watch frame") }
+        let raised = product.price.minorUnits + 700
+        _ = try hosts[0].client().setProduct(ProductUpdate(productUID: product.uid, priceMinorUnits: raised))
+        let changedAt = monotonicNanoseconds()
+        var seenAfter: UInt64?
+        while monotonicNanoseconds() - changedAt < 2_000_000_000 {
+            let now = try hosts[1].client().store(.storeUID(storeUID), includeProducts: true)
+            if now.storeVersion > before.storeVersion,
+               now.store.departments.flatMap(\.shelves).flatMap(\.products).first(where: { $0.uid == product.uid })?.price.minorUnits == raised {
+                seenAfter = monotonicNanoseconds() - changedAt
+                break
+            }
+            usleep(2_000)
+        }
+        let seen = try #require(seenAfter, "host B never showed the new price")
+        #expect(seen < 100_000_000, "host B showed the change after \(seen / 1_000_000) ms")
+        let frame = try #require(try watcher.receive(timeoutMilliseconds: 2000), "the watcher on host C heard nothing")
+        let heard = monotonicNanoseconds() - changedAt
+        guard case .watch(let event) = frame.body else { throw TestFailure("not a watch frame: \(frame)") }
+        #expect(frame.id == 9 && event.previousVersion == initial.storeVersion && event.storeVersion > initial.storeVersion)
+        #expect(event.products.map(\.uid) == [product.uid] && event.products.first?.price.minorUnits == raised)
+        #expect(heard < 150_000_000, "the watcher on host C heard the change after \(heard / 1_000_000) ms (B had it at \(seen / 1_000_000) ms)")
+    }
+
+    /// Runs tools/pg-cluster `command` on `dir`; its standard output (none
+    /// for the commands that start the server, which outlives them).
+    @discardableResult
+    static func pgCluster(_ command: String, _ dir: String) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/tools/pg-cluster")
+        p.arguments = [command, dir]
+        let out = Pipe()
+        let starts = command == "start" || command == "resume"
+        p.standardOutput = starts ? FileHandle.nullDevice : out
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let data = starts ? Data() : out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw TestFailure("tools/pg-cluster \(command) exited \(p.terminationStatus)") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func postgresStoppedAndStartedMidLoadLosesNothingAcknowledged() throws {
+        // A cluster of this test's own: stopping the shared one would fail the other tests.
+        let dir = "/tmp/groser-pg-restart-\(UInt32.random(in: 0...UInt32.max))"
+        try Self.pgCluster("start", dir)
+        defer { _ = try? Self.pgCluster("stop", dir) }
+        let conninfo = try Self.pgCluster("conninfo", dir)
+        let host = try Daemon(extraArguments: ["--store", conninfo, "--max-quantity", "1000"])
+        let client = host.client(timeout: 10)
+        let spb = try client.store(.cityCode("SPB"), includeProducts: true)
+        let product = try #require(spb.store.departments.flatMap(\.shelves).flatMap(\.products).first { !$0.outOfStock })
+        let s = try client.openSession()
+        let mutation = { (key: String) in CartMutation(session: s, storeUID: spb.store.uid, idempotencyKey: key, expectedVersion: 0) }
+
+        let outage = Thread {
+            usleep(300_000)
+            _ = try? Self.pgCluster("pause", dir)
+            usleep(1_500_000)
+            _ = try? Self.pgCluster("resume", dir)
+        }
+        outage.start()
+        var unavailable: [String] = []
+        var readsDuringOutage = 0
+        let adds = 150
+        for i in 0..<adds {
+            // Each add is retried with its key until it is acknowledged.
+            let deadline = Date().addingTimeInterval(30)
+            while true {
+                do {
+                    _ = try client.addItem(mutation("add-\(i)"), productUID: product.uid)
+                    break
+                } catch {
+                    #expect(error.status?.code == .unavailable, "\(error)")
+                    unavailable.append(error.status?.message ?? "\(error)")
+                    // Catalog reads go on from the encoded cache meanwhile.
+                    if (try? client.store(.cityCode("SPB"))) != nil { readsDuringOutage += 1 }
+                    guard Date() < deadline else { throw TestFailure("writes did not resume within 30 s: \(unavailable.suffix(2))") }
+                    usleep(50_000)
+                }
+            }
+            usleep(10_000)
+        }
+        #expect(!unavailable.isEmpty, "the outage was not noticed: the test proves nothing")
+        #expect(readsDuringOutage == unavailable.count, "catalog reads failed during the outage")
+        #expect(unavailable.allSatisfy { $0.contains("PostgreSQL") || $0.contains("saved") }, "\(unavailable.prefix(2))")
+        let cart = try client.cart(session: s, storeUID: spb.store.uid)
+        #expect(cart.lines.first?.quantity == UInt32(adds), "every acknowledged add once, every retried one once")
+    }
+}
