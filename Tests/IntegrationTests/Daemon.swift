@@ -34,7 +34,12 @@ final class Daemon: @unchecked Sendable {
         return String(cString: p!)
     }
 
-    init(directory: String? = nil, extraArguments: [String] = [], imageBaseURL: String = "http://img.test:8080") throws {
+    /// The network namespace groserd runs in (`ip netns exec`), if any.
+    let networkNamespace: String?
+
+    init(directory: String? = nil, extraArguments: [String] = [], imageBaseURL: String = "http://img.test:8080",
+         networkNamespace: String? = nil) throws {
+        self.networkNamespace = networkNamespace
         self.directory = directory ?? Daemon.makeTemporaryDirectory()
         socketPath = self.directory + "/g.sock"
         dataDirectory = self.directory + "/data"
@@ -48,7 +53,7 @@ final class Daemon: @unchecked Sendable {
     /// Starts groserd and waits until it answers.
     func start() throws {
         process = Daemon.launch(socket: socketPath, data: dataDirectory, imageBaseURL: imageBaseURL,
-                                stderrPath: stderrPath, extra: extraArguments)
+                                stderrPath: stderrPath, extra: extraArguments, networkNamespace: networkNamespace)
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             if !process.isRunning {
@@ -61,10 +66,17 @@ final class Daemon: @unchecked Sendable {
     }
 
     static func launch(socket: String, data: String, imageBaseURL: String = "http://img.test:8080",
-                       stderrPath: String, extra: [String] = []) -> Process {
+                       stderrPath: String, extra: [String] = [], networkNamespace: String? = nil) -> Process {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: groserd)
-        p.arguments = ["--socket", socket, "--data", data, "--image-base-url", imageBaseURL, "--threads", "2"] + extra
+        let arguments = ["--socket", socket, "--data", data, "--image-base-url", imageBaseURL, "--threads", "2"] + extra
+        if let networkNamespace {
+            // `ip netns exec` enters the namespace and execs groserd: same pid.
+            p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            p.arguments = ["netns", "exec", networkNamespace, groserd] + arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: groserd)
+            p.arguments = arguments
+        }
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let handle = FileHandle(forWritingAtPath: stderrPath)!
         handle.seekToEndOfFile()

@@ -176,10 +176,10 @@ struct SharedStoreTests {
     /// Runs tools/pg-cluster `command` on `dir`; its standard output (none
     /// for the commands that start the server, which outlives them).
     @discardableResult
-    static func pgCluster(_ command: String, _ dir: String) throws -> String {
+    static func pgCluster(_ command: String, _ dir: String, tcp: String? = nil) throws -> String {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/tools/pg-cluster")
-        p.arguments = [command, dir]
+        p.arguments = [command, dir] + (tcp.map { ["--tcp", $0] } ?? [])
         let out = Pipe()
         let starts = command == "start" || command == "resume"
         p.standardOutput = starts ? FileHandle.nullDevice : out
@@ -237,5 +237,74 @@ struct SharedStoreTests {
         #expect(unavailable.allSatisfy { $0.contains("PostgreSQL") || $0.contains("saved") }, "\(unavailable.prefix(2))")
         let cart = try client.cart(session: s, storeUID: spb.store.uid)
         #expect(cart.lines.first?.quantity == UInt32(adds), "every acknowledged add once, every retried one once")
+    }
+
+    /// Runs tools/netns-lab with `arguments`: its output lines, or nil
+    /// (with the reason) when the machine allows no namespaces.
+    static func netnsLab(_ arguments: [String]) -> (lines: [String]?, error: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/tools/netns-lab")
+        p.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        do { try p.run() } catch { return (nil, "\(error)") }
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { return (nil, String(decoding: e, as: UTF8.self)) }
+        return (String(decoding: o, as: UTF8.self).split(separator: "\n").map(String.init), "")
+    }
+
+    /// The same promises with each groserd in a network namespace of its own
+    /// and PostgreSQL reached over TCP on the bridge's address, as separate
+    /// hosts would reach it. Where the machine allows no namespaces the test
+    /// says so and the suite's other tests (processes on one host) stand.
+    @Test func hostsInSeparateNetworkNamespacesShareOneTruthOverTCP() throws {
+        let lab = UInt32.random(in: 1...250)
+        let (lines, why) = Self.netnsLab(["up", "\(lab)", "3"])
+        guard let lines, lines.count == 4, lines[0].hasPrefix("bridge ") else {
+            print("network namespaces are not available here (\(why.trimmingCharacters(in: .whitespacesAndNewlines))): "
+                  + "the three-host tests ran as processes on one host")
+            return
+        }
+        defer { _ = Self.netnsLab(["down", "\(lab)"]) }
+        let bridge = String(lines[0].dropFirst("bridge ".count))
+        let namespaces = lines.dropFirst().map { String($0.split(separator: " ")[0]) }
+        let dir = "/tmp/groser-pg-tcp-\(UInt32.random(in: 0...UInt32.max))"
+        try Self.pgCluster("start", dir, tcp: bridge)
+        defer { _ = try? Self.pgCluster("stop", dir) }
+        let admin = try PostgresConnection(try Self.pgCluster("conninfo", dir))
+        try admin.execute("CREATE DATABASE shared")
+        let port = try String(contentsOfFile: dir + "/port", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let overTCP = "host=\(bridge) port=\(port) user=postgres dbname=shared"
+        let hosts = try namespaces.map { try Daemon(extraArguments: ["--store", overTCP], networkNamespace: $0) }
+        // Each groserd's connections come from its own namespace's address.
+        let peers = try admin.execute("SELECT DISTINCT host(client_addr) AS a FROM pg_stat_activity WHERE datname = 'shared'")
+        #expect(Set(peers.rows.compactMap { $0[0] }) == Set(lines.dropFirst().map { String($0.split(separator: " ")[1]) }),
+                "\(peers.rows)")
+
+        let spb = try hosts[0].client().store(.cityCode("SPB"), includeProducts: true)
+        let product = try #require(spb.store.departments.flatMap(\.shelves).flatMap(\.products).first { !$0.outOfStock })
+        let s = try hosts[0].client().openSession()
+        let m = CartMutation(session: s, storeUID: spb.store.uid, idempotencyKey: "", expectedVersion: 0)
+        _ = try hosts[1].client().addItem(m, productUID: product.uid, quantity: 2)
+        #expect(try hosts[2].client().cart(session: s, storeUID: spb.store.uid).lines.first?.quantity == 2)
+        // The last unit, raced from all three namespaces: one order.
+        _ = try hosts[2].client().setProduct(ProductUpdate(productUID: product.uid, stock: 1))
+        var carts: [(String, UInt64)] = []
+        for i in 0..<6 {
+            let session = try hosts[i % 3].client().openSession()
+            let c = try hosts[i % 3].client().addItem(CartMutation(session: session, storeUID: spb.store.uid, idempotencyKey: "",
+                                                                   expectedVersion: 0), productUID: product.uid)
+            carts.append((session, c.version))
+        }
+        let orders = Locked(0)
+        let all = carts.map { details($0.0, version: $0.1) }
+        DispatchQueue.concurrentPerform(iterations: all.count) { i in
+            if (try? hosts[i % 3].client(timeout: 20).checkout(all[i])) != nil { orders.withLock { $0 += 1 } }
+        }
+        #expect(orders.withLock { $0 } == 1)
     }
 }
