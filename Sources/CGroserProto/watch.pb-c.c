@@ -1071,7 +1071,7 @@ const ProtobufCMessageDescriptor groser__v1__status_count__descriptor =
   (ProtobufCMessageInit) groser__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[19] =
+static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[24] =
 {
   {
     "server_version",
@@ -1301,6 +1301,66 @@ static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "store",
+    20,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, store),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_state",
+    21,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, store_state),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_round_trip",
+    22,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, store_round_trip),
+    &groser__v1__latency_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_conflicts",
+    23,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, store_conflicts),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_reconnects",
+    24,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, store_reconnects),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   13,   /* field[13] = catalog_products */
@@ -1317,6 +1377,11 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   18,   /* field[18] = search_index_bytes */
   0,   /* field[0] = server_version */
   17,   /* field[17] = slow_readers_cut_off */
+  19,   /* field[19] = store */
+  22,   /* field[22] = store_conflicts */
+  23,   /* field[23] = store_reconnects */
+  21,   /* field[21] = store_round_trip */
+  20,   /* field[20] = store_state */
   1,   /* field[1] = uptime_ms */
   7,   /* field[7] = watch_coalesced */
   6,   /* field[6] = watch_frames */
@@ -1326,7 +1391,7 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
 static const ProtobufCIntRange groser__v1__stats_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 19 }
+  { 0, 24 }
 };
 const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
 {
@@ -1336,7 +1401,7 @@ const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
   "Groser__V1__StatsResponse",
   "groser.v1",
   sizeof(Groser__V1__StatsResponse),
-  19,
+  24,
   groser__v1__stats_response__field_descriptors,
   groser__v1__stats_response__field_indices_by_name,
   1,  groser__v1__stats_response__number_ranges,

@@ -53,9 +53,11 @@ extension Commands {
         name: "stats",
         abstract: "Shows groserd's counters, request counts and latency percentiles, as Redis INFO does.",
         discussion: """
-        Per-method request counts and latency percentiles, errors by status, customer-log batches and fsync \
-        latency, catalog size and memory. --prometheus prints the Prometheus text format (for node_exporter's \
-        textfile collector).
+        Per-method request counts and latency percentiles, errors by status, customer batches made durable and \
+        their latency (fsync: the customer log's append, or with PostgreSQL the batch's transaction), the store \
+        (sqlite or postgresql), its state (ok, or unavailable since when and why), and with PostgreSQL its round \
+        trips, conflicts and reconnects, catalog size and memory. --prometheus prints the Prometheus text format \
+        (for node_exporter's textfile collector).
         """,
         options: [OptionSpec(name: "--prometheus", valueName: nil, help: "print the Prometheus text exposition format")],
         validate: { parsed throws(UsageError) in
@@ -104,6 +106,13 @@ enum StatsOutput {
         t += "\n# Catalog\ncatalog_version:\(s.catalogVersion)\ncatalog_stores:\(s.catalogStores)\ncatalog_products:\(s.catalogProducts)\n"
         t += "\n# Persistence\ncommit_batches:\(s.commitBatches)\n"
         t += "fsync_usec:p50=\(s.fsync.p50),p90=\(s.fsync.p90),p99=\(s.fsync.p99),p999=\(s.fsync.p999),max=\(s.fsync.max)\n"
+        t += "\n# Store\nstore:\(s.store)\nstore_state:\(s.storeState)\n"
+        if s.store == "postgresql" {
+            let r = s.storeRoundTrip
+            t += "store_round_trips:\(r.count)\n"
+            t += "store_round_trip_usec:p50=\(r.p50),p90=\(r.p90),p99=\(r.p99),p999=\(r.p999),max=\(r.max)\n"
+            t += "store_conflicts:\(s.storeConflicts)\nstore_reconnects:\(s.storeReconnects)\n"
+        }
         t += "\n# Memory\nused_memory_rss:\(s.residentBytes)\nused_memory_rss_human:\(megabytes(s.residentBytes))\n"
             + "search_index_bytes:\(s.searchIndexBytes)\nsearch_index_human:\(megabytes(s.searchIndexBytes))\n"
         t += "\n# Commandstats\n"
@@ -165,8 +174,19 @@ enum StatsOutput {
         metric("catalog_version", "gauge", "The catalog's version.", [("", "\(s.catalogVersion)")])
         metric("catalog_stores", "gauge", "Stores in the catalog.", [("", "\(s.catalogStores)")])
         metric("catalog_products", "gauge", "Products in the catalog.", [("", "\(s.catalogProducts)")])
-        metric("commit_batches_total", "counter", "Customer-log batches made durable.", [("", "\(s.commitBatches)")])
-        summary("fsync_duration_seconds", "Customer-log appends: one write and fdatasync per batch.", [([], s.fsync)])
+        metric("commit_batches_total", "counter", "Customer batches made durable.", [("", "\(s.commitBatches)")])
+        summary("fsync_duration_seconds",
+                "Customer batches: the log's write and fdatasync, or with PostgreSQL the batch's transaction (BEGIN to COMMIT).",
+                [([], s.fsync)])
+        metric("store_up", "gauge", "1 when the store's last round trip succeeded, 0 while it is unavailable.",
+               [("{store=\"\(label(s.store))\"}", s.storeState == "ok" ? "1" : "0")])
+        if s.store == "postgresql" {
+            summary("store_round_trip_seconds", "PostgreSQL round trips that wait for no commit.", [([], s.storeRoundTrip)])
+            metric("store_conflicts_total", "counter", "Batches run again after another groserd changed one of their sessions first.",
+                   [("", "\(s.storeConflicts)")])
+            metric("store_reconnects_total", "counter", "Connections to PostgreSQL made again after one was lost or could not be made.",
+                   [("", "\(s.storeReconnects)")])
+        }
         metric("resident_memory_bytes", "gauge", "Resident memory (VmRSS).", [("", "\(s.residentBytes)")])
         metric("search_index_bytes", "gauge", "Memory of the stores' search indexes (part of the resident memory).", [("", "\(s.searchIndexBytes)")])
         return out

@@ -1,3 +1,4 @@
+import GroserStorage
 import GroserSystem
 import GroserWire
 import Synchronization
@@ -564,6 +565,12 @@ final class EventLoop: @unchecked Sendable {
             s.commitBatches = h.totalCount
             s.fsync = LatencySummary(h)
         }
+        let store = counters.store.report
+        s.store = store.store
+        s.storeState = store.state
+        if counters.store.kind == .postgresql { s.storeRoundTrip = LatencySummary(store.roundTrips) }
+        s.storeConflicts = store.conflicts
+        s.storeReconnects = store.reconnects
         s.residentBytes = UInt64(ProcessInfo.residentKilobytes() ?? 0) * 1024
         s.searchIndexBytes = UInt64(catalog.stores.values.reduce(0) { $0 + $1.searchBytes })
         return s

@@ -28,19 +28,26 @@ public final class Server: Sendable {
     private let customers: CustomerService?
     /// With a shared PostgreSQL store: follows other hosts' catalog changes.
     private let follower: CatalogFollower?
+    /// What Stats says of the store: its kind, state, round trips, conflicts and reconnects.
+    public let storeHealth: StoreHealth
 
     /// - Parameters:
     ///   - service: the catalog the loops answer from.
     ///   - commerceStore: where carts, sessions and orders are written.
     /// - Parameter catalogStore: the store (SQLite's or PostgreSQL's) that takes catalog imports and exports.
     ///   - customers: sessions, carts and checkout (the customer shards).
+    ///   - storeHealth: the one the stores and shards were given (by default
+    ///     a new one: "postgresql" with `config.postgres`, else "sqlite").
     public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore,
-                catalogStore: (any CatalogImporting)? = nil, customers: CustomerService? = nil, logger: Logger) {
+                catalogStore: (any CatalogImporting)? = nil, customers: CustomerService? = nil,
+                storeHealth: StoreHealth? = nil, logger: Logger) {
         self.config = config
         self.service = service
         self.logger = logger
         self.customers = customers
-        follower = config.postgres.map { CatalogFollower(conninfo: $0, catalog: service, logger: logger) }
+        let health = storeHealth ?? StoreHealth(config.postgres == nil ? .sqlite : .postgresql)
+        self.storeHealth = health
+        follower = config.postgres.map { CatalogFollower(conninfo: $0, catalog: service, logger: logger, health: health) }
         let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
                                     imageBaseURL: config.imageBaseURL)
         let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
@@ -64,7 +71,7 @@ public final class Server: Sendable {
         let handoff = ConnectionHandoff(loops: max(1, config.threads))
         let watches = WatchHub(catalog: service.current, loops: max(1, config.threads))
         service.subscribe({ change in watches.publish(change) }, announce: { watches.wakeLoops() })
-        let counters = DaemonCounters(loops: max(1, config.threads), durability: customers?.durability)
+        let counters = DaemonCounters(loops: max(1, config.threads), durability: customers?.durability, store: storeHealth)
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,

@@ -133,6 +133,11 @@ private func stats(_ c: Groser__V1__StatsResponse) -> ServerStats {
     s.residentBytes = c.resident_bytes
     s.searchIndexBytes = c.search_index_bytes
     s.slowReadersCutOff = c.slow_readers_cut_off
+    s.store = str(c.store)
+    s.storeState = str(c.store_state)
+    s.storeRoundTrip = latency(c.store_round_trip)
+    s.storeConflicts = c.store_conflicts
+    s.storeReconnects = c.store_reconnects
     return s
 }
 
@@ -212,6 +217,11 @@ extension BodyEncoder {
             p.pointee.resident_bytes = v.residentBytes
             p.pointee.search_index_bytes = v.searchIndexBytes
             p.pointee.slow_readers_cut_off = v.slowReadersCutOff
+            p.pointee.store = arena.string(v.store)
+            p.pointee.store_state = arena.string(v.storeState)
+            p.pointee.store_round_trip = arena.latency(v.storeRoundTrip)
+            p.pointee.store_conflicts = v.storeConflicts
+            p.pointee.store_reconnects = v.storeReconnects
         }
         return withMessage(p, pack)
     }

@@ -94,12 +94,25 @@ public struct ServerStats: Sendable, Hashable {
     public var catalogVersion: UInt64 = 0
     public var catalogStores: UInt64 = 0
     public var catalogProducts: UInt64 = 0
+    /// Customer-shard batches made durable.
     public var commitBatches: UInt64 = 0
+    /// Each batch's customer-log append (write and fdatasync); with
+    /// PostgreSQL, each batch's transaction from its BEGIN to its COMMIT.
     public var fsync = LatencySummary()
     public var residentBytes: UInt64 = 0
     /// What the stores' search indexes hold (part of `residentBytes`).
     public var searchIndexBytes: UInt64 = 0
     public var slowReadersCutOff: UInt64 = 0
+    /// The store groserd keeps its data in: "sqlite" or "postgresql".
+    public var store = ""
+    /// "ok", or "unavailable since <RFC 3339 time>: <reason>" (PROTOCOL.md §7C).
+    public var storeState = ""
+    /// PostgreSQL only: pipelined round trips that do not wait for a commit (PROTOCOL.md §7C).
+    public var storeRoundTrip = LatencySummary()
+    /// Shard batches run again because another groserd changed one of their sessions first.
+    public var storeConflicts: UInt64 = 0
+    /// Connections to the store made again after one was lost or could not be made.
+    public var storeReconnects: UInt64 = 0
 
     public init() {}
 }

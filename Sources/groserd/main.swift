@@ -70,13 +70,15 @@ do {
     let created: Server
     if let conninfo = config.postgres {
         // Several groserd share the database: catalog, carts and orders there.
-        let store = try PostgresCatalogStore(conninfo: conninfo, seedSampleCatalog: config.seedSampleCatalog)
+        let health = StoreHealth(.postgresql)
+        let store = try PostgresCatalogStore(conninfo: conninfo, seedSampleCatalog: config.seedSampleCatalog, health: health)
         logger.info("data in PostgreSQL (\(PostgresCustomerStore.describe(conninfo)))")
         let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
         let customers = try CustomerService(sharedStore: conninfo, options, catalog: service, orders: store,
-                                            products: { (uid) throws(StorageError) in try store.productFacts(uid) }, logger: logger)
+                                            products: { (uid) throws(StorageError) in try store.productFacts(uid) }, logger: logger,
+                                            health: health)
         created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
-                         logger: logger)
+                         storeHealth: health, logger: logger)
     } else {
         let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
         logger.info("data in \(store.path)")

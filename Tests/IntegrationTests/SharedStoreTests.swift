@@ -4,33 +4,11 @@ import GroserStorage
 import GroserSystem
 import Testing
 
-/// The throwaway cluster tools/test starts (tools/pg-cluster), as a libpq
-/// conninfo; nil when the tests run without one.
-private let clusterConninfo = ProcessInfo.processInfo.environment["GROSER_TEST_PG"]
-
-/// A database of its own on the test cluster, dropped when released.
-final class ScratchDatabase {
-    let name: String
-    let conninfo: String
-
-    init() throws {
-        guard let cluster = clusterConninfo else { throw TestFailure("GROSER_TEST_PG is not set") }
-        name = "groser_it_\(UInt32.random(in: 0...UInt32.max))"
-        let admin = try PostgresConnection(cluster)
-        try admin.execute("CREATE DATABASE \(name)")
-        conninfo = cluster + " dbname=\(name)"
-    }
-
-    deinit {
-        guard let cluster = clusterConninfo, let admin = try? PostgresConnection(cluster) else { return }
-        _ = try? admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-    }
-}
-
 /// Three groserd, each with its own socket and data directory, sharing one
-/// PostgreSQL database (`--store`), as three hosts would. The processes run
-/// on this one machine (no network namespaces here): what they share is
-/// only the database.
+/// PostgreSQL database (`--store`), as three hosts would: processes on this
+/// machine sharing only the database, and in one test each in a network
+/// namespace of its own reaching PostgreSQL over TCP (where the machine
+/// allows namespaces).
 @Suite("three groserd on one PostgreSQL", .serialized,
        .enabled(if: clusterConninfo != nil, "GROSER_TEST_PG is not set: tools/test starts a cluster and sets it"))
 struct SharedStoreTests {
@@ -173,30 +151,12 @@ struct SharedStoreTests {
         #expect(heard < 150_000_000, "the watcher on host C heard the change after \(heard / 1_000_000) ms (B had it at \(seen / 1_000_000) ms)")
     }
 
-    /// Runs tools/pg-cluster `command` on `dir`; its standard output (none
-    /// for the commands that start the server, which outlives them).
-    @discardableResult
-    static func pgCluster(_ command: String, _ dir: String, tcp: String? = nil) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/tools/pg-cluster")
-        p.arguments = [command, dir] + (tcp.map { ["--tcp", $0] } ?? [])
-        let out = Pipe()
-        let starts = command == "start" || command == "resume"
-        p.standardOutput = starts ? FileHandle.nullDevice : out
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let data = starts ? Data() : out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw TestFailure("tools/pg-cluster \(command) exited \(p.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test func postgresStoppedAndStartedMidLoadLosesNothingAcknowledged() throws {
         // A cluster of this test's own: stopping the shared one would fail the other tests.
         let dir = "/tmp/groser-pg-restart-\(UInt32.random(in: 0...UInt32.max))"
-        try Self.pgCluster("start", dir)
-        defer { _ = try? Self.pgCluster("stop", dir) }
-        let conninfo = try Self.pgCluster("conninfo", dir)
+        try pgCluster("start", dir)
+        defer { _ = try? pgCluster("stop", dir) }
+        let conninfo = try pgCluster("conninfo", dir)
         let host = try Daemon(extraArguments: ["--store", conninfo, "--max-quantity", "1000"])
         let client = host.client(timeout: 10)
         let spb = try client.store(.cityCode("SPB"), includeProducts: true)
@@ -206,9 +166,9 @@ struct SharedStoreTests {
 
         let outage = Thread {
             usleep(300_000)
-            _ = try? Self.pgCluster("pause", dir)
+            _ = try? pgCluster("pause", dir)
             usleep(1_500_000)
-            _ = try? Self.pgCluster("resume", dir)
+            _ = try? pgCluster("resume", dir)
         }
         outage.start()
         var unavailable: [String] = []
@@ -273,9 +233,9 @@ struct SharedStoreTests {
         let bridge = String(lines[0].dropFirst("bridge ".count))
         let namespaces = lines.dropFirst().map { String($0.split(separator: " ")[0]) }
         let dir = "/tmp/groser-pg-tcp-\(UInt32.random(in: 0...UInt32.max))"
-        try Self.pgCluster("start", dir, tcp: bridge)
-        defer { _ = try? Self.pgCluster("stop", dir) }
-        let admin = try PostgresConnection(try Self.pgCluster("conninfo", dir))
+        try pgCluster("start", dir, tcp: bridge)
+        defer { _ = try? pgCluster("stop", dir) }
+        let admin = try PostgresConnection(try pgCluster("conninfo", dir))
         try admin.execute("CREATE DATABASE shared")
         let port = try String(contentsOfFile: dir + "/port", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let overTCP = "host=\(bridge) port=\(port) user=postgres dbname=shared"

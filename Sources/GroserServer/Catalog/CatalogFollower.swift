@@ -13,6 +13,9 @@ final class CatalogFollower: Sendable {
     private let conninfo: String
     private let catalog: CatalogService
     private let logger: Logger
+    /// Told of the listening connection's failures and reconnects (the
+    /// version reads are the catalog store's, which tells it of its own).
+    private let health: StoreHealth
     private let stopped = Locked(false)
     private let thread = Locked<OSThread?>(nil)
     /// The longest a change can go unseen when its notification is lost.
@@ -20,8 +23,9 @@ final class CatalogFollower: Sendable {
     /// Waits between reconnection attempts: doubling from the first to the last.
     static let backoff = (first: 100, last: 5000)
 
-    init(conninfo: String, catalog: CatalogService, logger: Logger) {
+    init(conninfo: String, catalog: CatalogService, logger: Logger, health: StoreHealth) {
         self.conninfo = conninfo
+        self.health = health
         self.catalog = catalog
         self.logger = logger
     }
@@ -46,7 +50,11 @@ final class CatalogFollower: Sendable {
                 let connection = try PostgresConnection(conninfo)
                 defer { connection.close() }
                 try connection.listen(PostgresCatalogStore.notificationChannel)
-                if lost { logger.info("PostgreSQL is reachable again: following catalog changes") }
+                health.succeeded()
+                if lost {
+                    health.reconnected()
+                    logger.info("PostgreSQL is reachable again: following catalog changes")
+                }
                 lost = false
                 wait = Self.backoff.first
                 // What changed while nobody listened.
@@ -61,6 +69,8 @@ final class CatalogFollower: Sendable {
                     try refresh()
                 }
             } catch {
+                // The catalog store tells of its own failures (refresh).
+                if let e = error as? PostgresError, e.isConnectionFailure { health.failed(e.message) }
                 if !lost { logger.warning("cannot follow catalog changes in PostgreSQL (\(error)); retrying with backoff") }
                 lost = true
                 var slept = 0

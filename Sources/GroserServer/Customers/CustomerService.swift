@@ -13,7 +13,7 @@ public final class CustomerService: Sendable {
     private let logger: Logger
     private let nextOpen = Locked(0)
     let accounts: AccountService
-    /// Customer-log appends across the shards (they share one).
+    /// Batches made durable across the shards (they share one).
     var durability: DurabilityStats { shards[0].context.durability }
 
     public struct Options: Sendable {
@@ -46,11 +46,13 @@ public final class CustomerService: Sendable {
                 orders: any CommerceStore,
                 products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
                 logger: Logger, loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits(),
+                health: StoreHealth = StoreHealth(.sqlite),
                 yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                 unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
         self.logger = logger
         let context = ShardContext(rules: rules, catalog: catalog, orders: orders, products: products,
-                                   lifetimes: lifetimes, yearMonth: yearMonth, unixTime: unixTime, logger: logger)
+                                   lifetimes: lifetimes, yearMonth: yearMonth, unixTime: unixTime, logger: logger,
+                                   health: health)
         let count = stores.count
         shards = stores.enumerated().map { CustomerShard(index: $0.offset, count: count, store: $0.element, context: context) }
         accounts = AccountService(shards: shards, rules: AccountRules(limits: rules.limits), throttle: loginThrottle,
@@ -110,16 +112,20 @@ public final class CustomerService: Sendable {
 
     /// groserd's shards over a PostgreSQL database several groserd share
     /// (`--store`): memory is a cache, each batch one transaction there.
+    /// `health` hears of the shards' round trips, failures, conflicts and reconnects.
     public convenience init(sharedStore conninfo: String, _ options: Options, catalog: CatalogService,
                             orders: any CommerceStore,
                             products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
-                            logger: Logger,
+                            logger: Logger, health: StoreHealth = StoreHealth(.postgresql),
                             yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                             unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
-        let stores: [any CustomerStore] = (0..<max(1, min(64, options.shards))).map { _ in PostgresCustomerStore(conninfo: conninfo) }
+        let stores: [any CustomerStore] = (0..<max(1, min(64, options.shards))).map { _ in
+            PostgresCustomerStore(conninfo: conninfo, health: health)
+        }
         try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
                       catalog: catalog, orders: orders, products: products,
-                      logger: logger, loginThrottle: options.loginThrottle, yearMonth: yearMonth, unixTime: unixTime)
+                      logger: logger, loginThrottle: options.loginThrottle, health: health, yearMonth: yearMonth,
+                      unixTime: unixTime)
     }
 
     /// Forgets the shards' state and rebuilds it from their stores, as a

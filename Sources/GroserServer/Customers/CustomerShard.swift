@@ -28,11 +28,15 @@ struct ShardContext: Sendable {
     var yearMonth: @Sendable () -> (year: Int, month: Int)
     var unixTime: @Sendable () -> Int64
     var logger: Logger
-    /// Batches made durable and how long each append (write and fdatasync) took.
+    /// Batches made durable and how long each took: the log's append
+    /// (write and fdatasync), or a shared store's transaction (begin to commit).
     var durability = DurabilityStats()
+    /// The store's health for Stats: here, the batches run again after a conflict.
+    var health = StoreHealth(.sqlite)
 }
 
-/// Customer-log appends: how many, and their latency (Stats' fsync line).
+/// Batches made durable: how many, and their latency (Stats' fsync line):
+/// customer-log appends, or with PostgreSQL each batch's transaction.
 final class DurabilityStats: Sendable {
     private let appends = Locked(LatencyHistogram())
     func record(nanoseconds: UInt64) { appends.withLock { $0.record(nanoseconds) } }
@@ -336,6 +340,7 @@ final class CustomerShard: @unchecked Sendable {
                 context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
                 return
             } catch where error.isConflict && attempt < Self.sharedAttempts {
+                context.health.conflict()
                 context.logger.debug("shard \(index): another groserd changed a session of this batch first; running it again (\(attempt))")
                 shared.rollback()
                 undo(batch)

@@ -1,3 +1,4 @@
+import GroserStorage
 import GroserSystem
 import GroserWire
 import Synchronization
@@ -17,11 +18,14 @@ final class DaemonCounters: Sendable {
     /// Connection ids: unique for the daemon's life, unlike descriptors.
     let nextConnectionID = Atomic<UInt64>(0)
     private let loops: [Locked<RequestTally>]
-    /// The customer log's appends, when the daemon keeps carts.
+    /// The customer shards' batches, when the daemon keeps carts.
     let durability: DurabilityStats?
+    /// The store's kind, state, round trips, conflicts and reconnects.
+    let store: StoreHealth
 
-    init(loops: Int, durability: DurabilityStats?) {
+    init(loops: Int, durability: DurabilityStats?, store: StoreHealth = StoreHealth(.sqlite)) {
         self.durability = durability
+        self.store = store
         self.loops = (0..<max(1, loops)).map { _ in Locked(RequestTally()) }
     }
 

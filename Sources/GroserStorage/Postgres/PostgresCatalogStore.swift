@@ -25,12 +25,17 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
     let connectInfo: String
     /// Nil after the connection was found lost: the next call reconnects.
     private let connection: Locked<PostgresConnection?>
+    /// Told of each call's first round trip (timed: `start` in
+    /// `withConnection`), of failures and of reconnects, for Stats.
+    public let health: StoreHealth
 
     /// Connects, migrates the schema (PostgresSchema) and, when
     /// `seedSampleCatalog` and the database has no city, loads
     /// `SampleCatalog.make()`.
-    public init(conninfo: String, seedSampleCatalog: Bool = true) throws(StorageError) {
+    public init(conninfo: String, seedSampleCatalog: Bool = true,
+                health: StoreHealth = StoreHealth(.postgresql)) throws(StorageError) {
         self.conninfo = conninfo
+        self.health = health
         connectInfo = Self.withConnectTimeout(conninfo)
         let c = try Self.connect(connectInfo)
         try PostgresSchema.withMigrationLock(c) { () throws(StorageError) in
@@ -80,36 +85,62 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
     /// repeats it. A connection lost later is dropped, and the error is
     /// `isUnavailable`; the next call reconnects. When `body` throws inside
     /// a transaction, the transaction is rolled back.
+    ///
+    /// `health` hears of it: `start`'s round trip is timed (Stats'
+    /// `store_round_trip`: the follower's version read each second is one),
+    /// a connection made again is a reconnect (the store connected first in
+    /// `init`), and an `isUnavailable` error a failure.
     func withConnection<S, T>(
         start: (PostgresConnection) throws(PostgresError) -> S,
         _ body: (PostgresConnection, S) throws(StorageError) -> T
     ) throws(StorageError) -> T {
-        try connection.withLock { (slot: inout PostgresConnection?) throws(StorageError) -> T in
-            let reused = slot != nil
-            var c: PostgresConnection
-            if let open = slot { c = open } else { c = try Self.connect(connectInfo) }
-            slot = c
-            let started: S
-            do throws(PostgresError) {
-                started = try start(c)
-            } catch {
-                guard reused, error.isConnectionFailure else { throw Self.end(c, &slot, StorageError(error)) }
-                c.close()
-                slot = nil
-                c = try Self.connect(connectInfo)
+        do throws(StorageError) {
+            return try connection.withLock { (slot: inout PostgresConnection?) throws(StorageError) -> T in
+                let reused = slot != nil
+                var c: PostgresConnection
+                if let open = slot { c = open } else { c = try reconnect() }
                 slot = c
+                var sent = monotonicNanoseconds()
+                let started: S
                 do throws(PostgresError) {
                     started = try start(c)
                 } catch {
-                    throw Self.end(c, &slot, StorageError(error))
+                    guard reused, error.isConnectionFailure else { throw Self.end(c, &slot, StorageError(error)) }
+                    c.close()
+                    slot = nil
+                    c = try reconnect()
+                    slot = c
+                    sent = monotonicNanoseconds()
+                    do throws(PostgresError) {
+                        started = try start(c)
+                    } catch {
+                        throw Self.end(c, &slot, StorageError(error))
+                    }
+                }
+                health.roundTrip(nanoseconds: monotonicNanoseconds() &- sent)
+                do throws(StorageError) {
+                    return try body(c, started)
+                } catch {
+                    throw Self.end(c, &slot, error)
                 }
             }
-            do throws(StorageError) {
-                return try body(c, started)
-            } catch {
-                throw Self.end(c, &slot, error)
-            }
+        } catch {
+            if error.isUnavailable { health.failed(Self.reason(error)) }
+            throw error
         }
+    }
+
+    /// A connection made again after the last one was lost.
+    private func reconnect() throws(StorageError) -> PostgresConnection {
+        let c = try Self.connect(connectInfo)
+        health.reconnected()
+        return c
+    }
+
+    /// A failure's reason for Stats, without the "PostgreSQL is unavailable: " all of them start with.
+    static func reason(_ error: StorageError) -> String {
+        let prefix = "PostgreSQL is unavailable: "
+        return error.description.hasPrefix(prefix) ? String(error.description.dropFirst(prefix.count)) : error.description
     }
 
     /// After `error`: drops a lost connection, rolls back an open

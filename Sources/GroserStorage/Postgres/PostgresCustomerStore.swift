@@ -55,9 +55,15 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
 
     /// `conninfo` with a connect timeout (PostgresCatalogStore's rule).
     private let connectInfo: String
+    /// Told of the round trips (each batch's `begin` pipeline is timed),
+    /// failures and reconnects, for Stats.
+    let health: StoreHealth
+    /// A connection was made once: the next one made is a reconnect.
+    private var connectedBefore = false
 
-    public init(conninfo: String) {
+    public init(conninfo: String, health: StoreHealth = StoreHealth(.postgresql)) {
         self.conninfo = conninfo
+        self.health = health
         connectInfo = PostgresCatalogStore.withConnectTimeout(conninfo)
     }
 
@@ -111,24 +117,35 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
         do {
             let c = try PostgresConnection(connectInfo)
             connection = c
+            if connectedBefore { health.reconnected() }
+            connectedBefore = true
+            health.succeeded()
             return c
         } catch {
+            health.failed(error.message)
             throw StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
         }
     }
 
     /// Maps a PostgreSQL error: a conflict with another host's write, or the
     /// store being unavailable (the connection is dropped, to be made again).
+    /// A connection failure is told to `health`; an error PostgreSQL
+    /// answered is a round trip that succeeded.
     private func storageError(_ error: PostgresError) -> StorageError {
         switch error.sqlState {
-        case "40001", "40P01", "23505":
+        // 25P02: a statement of the batch's transaction failed before (a
+        // deadlock in a checkout's product read): the batch is run again.
+        case "40001", "40P01", "23505", "25P02":
+            health.succeeded()
             return .conflict(error.message)
         default:
             if error.isConnectionFailure {
                 connection?.close()
                 connection = nil
+                health.failed(error.message)
                 return StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
             }
+            health.succeeded()
             return StorageError("PostgreSQL refused a customer write: \(error.description)")
         }
     }
@@ -169,8 +186,10 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                 PostgresStatement("DELETE FROM customer_sessions WHERE NOT is_account AND last_active < $1", [String(idleCutoff)]),
                 PostgresStatement("SELECT count(*) AS n FROM customer_sessions"),
             ])
+            health.succeeded()
             return Int(r[3][0, "n"] ?? "") ?? 0
         } catch {
+            if error.isConnectionFailure { health.failed(error.message) } else { health.succeeded() }
             throw StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
         }
     }
@@ -184,6 +203,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
     // MARK: SharedCustomerStore
 
     public func begin(reading keys: [SessionKey], answerCutoff: Int64) throws(StorageError) -> [SessionKey: SessionState?] {
+        let reused = connection != nil
         let c = try live()
         revisions.removeAll(keepingCapacity: true)
         let list = "{" + keys.map(\.hex).joined(separator: ",") + "}"
@@ -195,8 +215,8 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                             UNION SELECT s.owner FROM customer_sessions s JOIN named USING (key) WHERE s.owner IS NOT NULL)
             """
         let rows: [PostgresRows]
-        do {
-            rows = try c.batch([
+        var started = monotonicNanoseconds()
+        let statements = [
                 PostgresStatement("BEGIN"),
                 PostgresStatement(wanted + """
                     SELECT encode(key, 'hex') AS key, revision, state FROM customer_sessions
@@ -206,11 +226,29 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                     SELECT encode(key, 'hex') AS key, name, at_unix, fingerprint, field, body
                     FROM customer_answers WHERE key IN (SELECT key FROM wanted) AND at_unix >= $2
                     """, [list, String(answerCutoff)]),
-            ])
+        ]
+        do throws(PostgresError) {
+            rows = try c.batch(statements)
         } catch {
-            rollback()
-            throw storageError(error)
+            guard error.isConnectionFailure, reused else {
+                rollback()
+                throw storageError(error)
+            }
+            // A connection PostgreSQL dropped while idle (a restart): nothing
+            // of the batch ran, so one new connection may try it.
+            connection?.close()
+            connection = nil
+            let fresh = try live()
+            started = monotonicNanoseconds()
+            do throws(PostgresError) {
+                rows = try fresh.batch(statements)
+            } catch {
+                rollback()
+                throw storageError(error)
+            }
         }
+        // One pipeline (BEGIN and the two reads), one round trip: Stats' store_round_trip.
+        health.roundTrip(nanoseconds: monotonicNanoseconds() &- started)
         var found: [SessionKey: SessionState?] = [:]
         for k in keys { found[k] = .some(nil) }
         var state = CustomerState()
@@ -274,6 +312,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
             rollback()
             throw storageError(error)
         }
+        health.succeeded()
         for key in written { revisions[key] = (revisions[key] ?? 0) + 1 }
         appendsSinceCheckpoint += 1
     }
@@ -284,6 +323,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
             if error.isConnectionFailure {
                 connection.close()
                 self.connection = nil
+                health.failed(error.message)
             }
         }
     }

@@ -271,11 +271,11 @@ struct  Groser__V1__StatsResponse
   uint64_t catalog_stores;
   uint64_t catalog_products;
   /*
-   * customer-log batches made durable
+   * customer-shard batches made durable
    */
   uint64_t commit_batches;
   /*
-   * fdatasync of those batches
+   * each batch's customer-log append (write + fdatasync); with PostgreSQL, its transaction (BEGIN to COMMIT)
    */
   Groser__V1__LatencySummary *fsync;
   /*
@@ -287,10 +287,30 @@ struct  Groser__V1__StatsResponse
    * the stores' search indexes, counted apart (part of resident_bytes)
    */
   uint64_t search_index_bytes;
+  /*
+   * where the data is kept: "sqlite" or "postgresql"
+   */
+  char *store;
+  /*
+   * "ok", or "unavailable since <RFC 3339 time>: <reason>" (the latest failure)
+   */
+  char *store_state;
+  /*
+   * PostgreSQL only: round trips that wait for no commit (PROTOCOL.md §7C)
+   */
+  Groser__V1__LatencySummary *store_round_trip;
+  /*
+   * shard batches run again after another groserd changed one of their sessions first
+   */
+  uint64_t store_conflicts;
+  /*
+   * connections to the store made again after one was lost or could not be made
+   */
+  uint64_t store_reconnects;
 };
 #define GROSER__V1__STATS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__stats_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0 }
 
 
 /* Groser__V1__WatchRequest methods */
