@@ -80,6 +80,22 @@ struct SharedStoreTests {
         #expect(c.lines.first?.quantity == 100)
     }
 
+    @Test func aCartAddDoesNotWaitForALockOnItsProduct() throws {
+        // Only a checkout locks product rows: a cart mutation that did
+        // (FOR UPDATE in every batch) serialized every host's batches that
+        // named one product behind each other's commits.
+        let product = products[5].uid
+        let locker = try PostgresConnection(database.conninfo)
+        _ = try locker.execute("BEGIN")
+        _ = try locker.execute("SELECT stock FROM products WHERE uid = $1 FOR UPDATE", [product])
+        defer { _ = try? locker.execute("ROLLBACK") }
+        for host in hosts {
+            let s = try host.client().openSession()
+            let c = try host.client(timeout: 3).addItem(cart(s), productUID: product, quantity: 1)
+            #expect(c.lines.first?.quantity == 1)
+        }
+    }
+
     @Test func theLastUnitIsSoldOnceAcrossHosts() throws {
         let product = products[6]
         _ = try hosts[0].client().setProduct(ProductUpdate(productUID: product.uid, stock: 1))

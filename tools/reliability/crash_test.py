@@ -17,10 +17,23 @@ must be down by exactly one unit per order; then check the database
 file with `PRAGMA integrity_check` and `PRAGMA foreign_key_check` (on a copy,
 so the next start recovers the original). A last start checks the final
 round and stops the daemon with SIGTERM.
+
+With `--store postgres` the script starts a throwaway PostgreSQL cluster
+(tools/pg-cluster, fsync on; stopped at the end, also on failure), creates
+one database for all rounds (each round checks what the previous kill left,
+as the SQLite run keeps one data directory) and runs groserd with `--store`.
+After every kill, while no groserd runs, the database is checked instead of
+the SQLite file: no stock below zero; as many orders as the buyers saw
+acknowledged, plus at most the checkouts in flight; every order with its
+lines, its total their sum, each line's total its price times its
+quantity; each buyer's product down by exactly the units its order lines
+hold; one remembered checkout answer per order; and pg_amcheck (amcheck's
+B-tree and heap checks) clean.
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import random
 import shutil
@@ -197,14 +210,16 @@ class CheckoutWriter:
         resp = g.expect_ok(conn.call(g.req_list_orders(self.session)), "ListOrders")
         return [o.number for o in resp.list_orders.orders]
 
-    def stock(self, database: str) -> int:
+    def stock(self, database: "str | Postgres") -> int:
         """The product's stock as the database holds it (read-only, beside the running daemon)."""
-        out = subprocess.run(["sqlite3", "-readonly", database,
-                              f"SELECT stock FROM products WHERE uid = '{self.product}';"],
+        query = f"SELECT stock FROM products WHERE uid = '{self.product}';"
+        if isinstance(database, Postgres):
+            return int(database.query(query))
+        out = subprocess.run(["sqlite3", "-readonly", database, query],
                              capture_output=True, text=True, timeout=60, check=True)
         return int(out.stdout.strip())
 
-    def verify(self, conn: g.Conn, database: str) -> dict[str, int]:
+    def verify(self, conn: g.Conn, database: "str | Postgres") -> dict[str, int]:
         outcome = {"applied": 0, "not-applied": 0, "orders": 0}
         listed = self.listed(conn)
         if len(set(listed)) != len(listed):
@@ -262,6 +277,102 @@ def check_database(data_dir: str, scratch: str) -> list[str]:
     return problems
 
 
+class Postgres:
+    """A throwaway cluster (tools/pg-cluster) and one database in it, queried with psql."""
+
+    def __init__(self, name: str):
+        self.tool = os.path.join(str(g.REPO), "tools", "pg-cluster")
+        # A fresh path directly under /tmp (the server's socket lives there).
+        self.directory = f"/tmp/groser-pg-crash-{os.getpid()}-{random.randrange(1 << 20):05x}"
+        self.started = False
+        self.name = name
+        self.server = ""
+        self.conninfo = ""
+
+    def start(self) -> None:
+        self.started = True
+        out = subprocess.run([self.tool, "start", self.directory], capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"tools/pg-cluster start: {out.stderr.strip()}")
+        self.server = out.stdout.strip().splitlines()[-1]
+        self.psql(self.server, f"CREATE DATABASE {self.name}")
+        self.conninfo = f"{self.server} dbname={self.name}"
+
+    def stop(self) -> None:
+        if self.started:
+            subprocess.run([self.tool, "stop", self.directory], capture_output=True, timeout=120)
+            self.started = False
+
+    @staticmethod
+    def psql(conninfo: str, sql: str) -> str:
+        out = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", conninfo, "-c", sql],
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"psql: {sql[:80]}: {out.stderr.strip()[:500]}")
+        return out.stdout.strip()
+
+    def dump(self, path: str) -> None:
+        """pg_dump of the database into `path`, for a failure's post-mortem."""
+        binary = shutil.which("pg_dump") or "pg_dump"
+        with open(path, "w") as f:
+            subprocess.run([binary, "-d", self.conninfo], stdout=f, stderr=subprocess.DEVNULL, timeout=120)
+
+    def query(self, sql: str) -> str:
+        return self.psql(self.conninfo, sql)
+
+    def amcheck(self) -> list[str]:
+        """pg_amcheck on the database: every B-tree index and every table's heap."""
+        server = dict(part.split("=", 1) for part in self.server.split())
+        binary = shutil.which("pg_amcheck")
+        if binary is None:
+            candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_amcheck"),
+                                key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+            binary = candidates[-1] if candidates else None
+        if binary is None:
+            return ["pg_amcheck not found"]
+        out = subprocess.run([binary, "--install-missing", "--heapallindexed", "--parent-check",
+                              "-h", server["host"], "-p", server["port"], "-U", server["user"], self.name],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            return [f"pg_amcheck: exit {out.returncode}: {(out.stdout + out.stderr).strip()[:500]}"]
+        return []
+
+    def check(self, buyers: list[CheckoutWriter], checkouts_in_flight: int) -> list[str]:
+        """The database as a kill left it (no groserd running)."""
+        problems = []
+        acknowledged_orders = sum(len(b.orders) for b in buyers)
+        checks = [
+            ("products with stock below zero", "SELECT count(*) FROM products WHERE stock < 0"),
+            ("orders without lines",
+             "SELECT count(*) FROM orders o WHERE NOT EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)"),
+            ("orders whose total is not the sum of their lines",
+             "SELECT count(*) FROM orders o WHERE total_minor <> "
+             "(SELECT coalesce(sum(line_total_minor), 0) FROM order_lines l WHERE l.order_id = o.id)"),
+            ("order lines whose total is not price x quantity",
+             "SELECT count(*) FROM order_lines WHERE line_total_minor <> unit_price_minor * quantity OR quantity <= 0"),
+            ("order lines without their order",
+             "SELECT count(*) FROM order_lines l WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = l.order_id)"),
+        ]
+        for what, sql in checks:
+            n = int(self.query(sql))
+            if n:
+                problems.append(f"{what}: {n}")
+        orders = int(self.query("SELECT count(*) FROM orders"))
+        if not acknowledged_orders <= orders <= acknowledged_orders + checkouts_in_flight:
+            problems.append(f"{orders} orders in the database; the buyers saw {acknowledged_orders} acknowledged "
+                            f"and had {checkouts_in_flight} checkout(s) in flight")
+        for b in buyers:
+            sold = int(self.query(f"SELECT coalesce(sum(quantity), 0) FROM order_lines WHERE product_uid = '{b.product}'"))
+            stock = b.stock(self)
+            if stock != b.initial_stock - sold:
+                problems.append(f"buyer {b.index}: stock {stock}, but order lines hold {sold} of "
+                                f"{b.initial_stock} units sold")
+        answers = int(self.query("SELECT count(*) FROM idempotency"))
+        if answers != orders:
+            problems.append(f"{answers} remembered checkout answers for {orders} orders")
+        return problems + self.amcheck()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groserd", required=True)
@@ -273,12 +384,15 @@ def main() -> int:
     ap.add_argument("--max-load", type=float, default=2.0, help="longest load before the kill, seconds")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
+                    help="postgres: groserd --store on a throwaway cluster, the database checked after each kill")
     args = ap.parse_args()
     g.install_signal_exit()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
 
     directory = g.make_temp_dir("gsr-crash-")
+    pg = Postgres("crash") if args.store == "postgres" else None
     daemon = g.Daemon(args.groserd, directory)
     failures: list[str] = []
     passed = 0
@@ -287,7 +401,11 @@ def main() -> int:
     writers: list[Writer] = []
     buyers: list[CheckoutWriter] = []
     try:
-        g.log(TOOL, f"{args.rounds} rounds, {args.writers} writers, seed {seed}, data in {daemon.data}")
+        if pg is not None:
+            pg.start()
+            daemon.extra = ["--store", pg.conninfo]
+        where = f"PostgreSQL database {pg.name} in {pg.directory}" if pg else daemon.data
+        g.log(TOOL, f"{args.rounds} rounds, {args.writers} writers, {args.buyers} buyers, seed {seed}, data in {where}")
         for round_ in range(1, args.rounds + 2):
             final = round_ == args.rounds + 1
             daemon.start()
@@ -314,7 +432,7 @@ def main() -> int:
                             totals[k] += v
                     orders = 0
                     for b in buyers:
-                        outcome = b.verify(c, os.path.join(daemon.data, "groser.sqlite3"))
+                        outcome = b.verify(c, pg if pg else os.path.join(daemon.data, "groser.sqlite3"))
                         totals["checkout-applied"] += outcome["applied"]
                         totals["checkout-not-applied"] += outcome["not-applied"]
                         orders += outcome["orders"]
@@ -326,7 +444,10 @@ def main() -> int:
                 code = daemon.terminate(timeout=15)
                 if code != 0:
                     round_errors.append(f"SIGTERM: groserd exited with {code}")
-                round_errors += check_database(daemon.data, os.path.join(directory, "check"))
+                if pg:
+                    round_errors += pg.check(buyers, 0)
+                else:
+                    round_errors += check_database(daemon.data, os.path.join(directory, "check"))
                 if round_errors:
                     failures += [f"after round {round_ - 1}: {e}" for e in round_errors]
                 elif round_ > 1:
@@ -351,13 +472,18 @@ def main() -> int:
             acknowledged = sum(w.acknowledged for w in everyone) - before
             totals["acknowledged"] += acknowledged
             in_flight = sum(1 for w in everyone if w.in_flight is not None)
-            problems = check_database(daemon.data, os.path.join(directory, "check"))
+            if pg:
+                checkouts = sum(1 for b in buyers if b.in_flight is not None and b.in_flight[0] == "checkout")
+                problems = pg.check(buyers, checkouts)
+            else:
+                problems = check_database(daemon.data, os.path.join(directory, "check"))
             if problems:
                 failures += [f"round {round_}: {p}" for p in problems]
             else:
                 totals["integrity-ok"] += 1
             g.log(TOOL, f"round {round_}: kill -9 after {acknowledged} acknowledged mutations, "
-                        f"{in_flight} in flight; integrity_check {'ok' if not problems else 'FAILED'}")
+                        f"{in_flight} in flight; {'database checks' if pg else 'integrity_check'} "
+                        f"{'ok' if not problems else 'FAILED'}")
             if len(failures) > 20:
                 break
     except KeyboardInterrupt:
@@ -368,6 +494,10 @@ def main() -> int:
         print(daemon.log_tail())
     finally:
         daemon.stop()
+        if pg is not None:
+            if (failures or args.keep) and pg.conninfo:
+                pg.dump(os.path.join(directory, "crash.sql"))
+            pg.stop()
         if failures or args.keep:
             print(f"crash-test: kept {directory}")
         else:
@@ -384,7 +514,12 @@ def main() -> int:
           f"exactly one unit per order: {'yes' if not failures else 'NO'}; checkouts in flight at the kill: "
           f"{totals['checkout-applied'] + totals['checkout-not-applied']} ({totals['checkout-applied']} had been "
           f"placed, {totals['checkout-not-applied']} had not; each retried with its key, one order each)")
-    print(f"crash-test: integrity_check ok after {totals['integrity-ok']} of {args.rounds} kills")
+    if pg:
+        print(f"crash-test: PostgreSQL checks (stock >= 0, orders = acknowledged + at most the in-flight ones, "
+              f"order lines consistent, one answer per order, pg_amcheck) ok after {totals['integrity-ok']} "
+              f"of {args.rounds} kills")
+    else:
+        print(f"crash-test: integrity_check ok after {totals['integrity-ok']} of {args.rounds} kills")
     for f in failures[:20]:
         print(f"crash-test: FAIL: {f}")
     return 1 if failures or passed != args.rounds else 0

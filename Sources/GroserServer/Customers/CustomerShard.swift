@@ -325,13 +325,21 @@ final class CustomerShard: @unchecked Sendable {
                            _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
         var keys: [SessionKey] = []
         for i in jobs.indices { jobs[i].appendKeys(to: &keys) }
+        let needsDatabase = jobs.contains { j in
+            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
+        }
         let answerCutoff = now - context.lifetimes.answers
         for attempt in 1...Self.sharedAttempts {
             do {
                 let started = monotonicNanoseconds()
                 let fresh = try shared.begin(reading: keys, answerCutoff: answerCutoff)
                 for (key, session) in fresh { state.sessions[key] = session }
-                let tx = shared.transaction
+                // As runLogged: products are read through the transaction
+                // (locked, FOR UPDATE) only in a batch with a checkout or
+                // ListOrders; cart mutations otherwise see the shard's cache.
+                // Locking every cart-add's product serialized all batches
+                // naming one product, on every host, behind each commit.
+                let tx: (any CommerceTransaction)? = needsDatabase ? shared.transaction : nil
                 for i in jobs.indices {
                     outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
                     stepAnswers.append(batch.stepAnswer.take())
