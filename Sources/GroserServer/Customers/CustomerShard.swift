@@ -65,6 +65,25 @@ extension ShardJob {
         case .removeSealed(let guest): keys.append(guest)
         }
     }
+
+    /// The remembered answers the request may replay: its session's answer
+    /// under its idempotency key (a login's, under the account's entry).
+    func appendAnswerNames(to names: inout [(SessionKey, String)]) {
+        if let step {
+            if case .merge(let owner, _, _, let idempotencyKey, _, _) = step.step, !idempotencyKey.isEmpty {
+                names.append((owner, "login:" + idempotencyKey))
+            }
+            return
+        }
+        guard let key else { return }
+        let name: String
+        switch job.request.method {
+        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): name = m.idempotencyKey
+        case .checkout(let d): name = d.idempotencyKey
+        default: return
+        }
+        if !name.isEmpty { names.append((key, name)) }
+    }
 }
 
 /// One shard of customer state: the sessions whose key hashes to it, in
@@ -324,7 +343,11 @@ final class CustomerShard: @unchecked Sendable {
                            _ now: Int64, _ batch: inout Batch,
                            _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
         var keys: [SessionKey] = []
-        for i in jobs.indices { jobs[i].appendKeys(to: &keys) }
+        var answers: [(SessionKey, String)] = []
+        for i in jobs.indices {
+            jobs[i].appendKeys(to: &keys)
+            jobs[i].appendAnswerNames(to: &answers)
+        }
         let needsDatabase = jobs.contains { j in
             switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
         }
@@ -332,7 +355,7 @@ final class CustomerShard: @unchecked Sendable {
         for attempt in 1...Self.sharedAttempts {
             do {
                 let started = monotonicNanoseconds()
-                let fresh = try shared.begin(reading: keys, answerCutoff: answerCutoff)
+                let fresh = try shared.begin(reading: keys, answers: answers, answerCutoff: answerCutoff)
                 for (key, session) in fresh { state.sessions[key] = session }
                 // As runLogged: products are read through the transaction
                 // (locked, FOR UPDATE) only in a batch with a checkout or

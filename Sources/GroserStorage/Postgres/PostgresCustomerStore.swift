@@ -11,9 +11,12 @@ import GroserSystem
 public protocol SharedCustomerStore: CustomerStore {
     /// Starts the batch's transaction and reads the sessions `keys` name,
     /// with the account entries that own them: each as the database holds
-    /// it (nil: no longer stored). `answerCutoff`: answers given before it
-    /// have expired and are not read.
-    func begin(reading keys: [SessionKey], answerCutoff: Int64) throws(StorageError) -> [SessionKey: SessionState?]
+    /// it (nil: no longer stored), with only the remembered answers
+    /// `answers` names (session, idempotency key): a session's other
+    /// answers are never needed by the batch, and there may be thousands.
+    /// `answerCutoff`: answers given before it have expired and are not read.
+    func begin(reading keys: [SessionKey], answers: [(SessionKey, String)], answerCutoff: Int64) throws(StorageError)
+        -> [SessionKey: SessionState?]
     /// The open transaction, for checkout's orders and stock.
     var transaction: any CommerceTransaction { get }
     /// Writes `records` (the sessions they name as `state` now holds them)
@@ -202,7 +205,8 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
 
     // MARK: SharedCustomerStore
 
-    public func begin(reading keys: [SessionKey], answerCutoff: Int64) throws(StorageError) -> [SessionKey: SessionState?] {
+    public func begin(reading keys: [SessionKey], answers: [(SessionKey, String)], answerCutoff: Int64) throws(StorageError)
+        -> [SessionKey: SessionState?] {
         let reused = connection != nil
         let c = try live()
         revisions.removeAll(keepingCapacity: true)
@@ -222,10 +226,13 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                     SELECT encode(key, 'hex') AS key, revision, state FROM customer_sessions
                     WHERE key IN (SELECT key FROM wanted) ORDER BY key FOR UPDATE
                     """, [list]),
-                PostgresStatement(wanted + """
-                    SELECT encode(key, 'hex') AS key, name, at_unix, fingerprint, field, body
-                    FROM customer_answers WHERE key IN (SELECT key FROM wanted) AND at_unix >= $2
-                    """, [list, String(answerCutoff)]),
+                PostgresStatement("""
+                    SELECT encode(a.key, 'hex') AS key, a.name, a.at_unix, a.fingerprint, a.field, a.body
+                    FROM customer_answers a
+                    JOIN unnest($1::text[], $2::text[]) AS wanted(k, n) ON a.key = decode(wanted.k, 'hex') AND a.name = wanted.n
+                    WHERE a.at_unix >= $3
+                    """, [PostgresText.array(answers.map { $0.0.hex }), PostgresText.array(answers.map { $0.1 }),
+                          String(answerCutoff)]),
         ]
         do throws(PostgresError) {
             rows = try c.batch(statements)
