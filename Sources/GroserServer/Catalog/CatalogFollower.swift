@@ -47,7 +47,7 @@ final class CatalogFollower: Sendable {
         var lost = false
         while !isStopped {
             do {
-                let connection = try PostgresConnection(conninfo)
+                let connection = try PostgresConnection(PostgresCatalogStore.withConnectionDefaults(conninfo))
                 defer { connection.close() }
                 try connection.listen(PostgresCatalogStore.notificationChannel)
                 health.succeeded()

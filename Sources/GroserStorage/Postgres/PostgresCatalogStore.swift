@@ -36,7 +36,7 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
                 health: StoreHealth = StoreHealth(.postgresql)) throws(StorageError) {
         self.conninfo = conninfo
         self.health = health
-        connectInfo = Self.withConnectTimeout(conninfo)
+        connectInfo = Self.withConnectionDefaults(conninfo)
         let c = try Self.connect(connectInfo)
         try PostgresSchema.withMigrationLock(c) { () throws(StorageError) in
             try PostgresSchema.migrate(c)
@@ -47,19 +47,28 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
         connection = Locked(c)
     }
 
-    /// The seconds a connection attempt may take when the conninfo does
-    /// not say.
-    static let connectTimeoutSeconds = 5
+    /// What groserd adds to a conninfo that does not set it: a connection
+    /// attempt gives up after 5 s, and over TCP a peer that vanished
+    /// without closing (a host lost, a network cut) is noticed within about
+    /// a minute (keepalives after 30 s idle, every 10 s, 3 unanswered), and
+    /// a write it never acknowledges fails after 60 s, instead of holding a
+    /// batch until the kernel gives up (minutes to hours). Unix sockets
+    /// ignore the TCP settings.
+    static let connectionDefaults: [(keyword: String, value: String)] = [
+        ("connect_timeout", "5"), ("keepalives_idle", "30"), ("keepalives_interval", "10"),
+        ("keepalives_count", "3"), ("tcp_user_timeout", "60000"),
+    ]
 
-    /// `conninfo` with `connect_timeout` added unless it sets one: as a
-    /// keyword, or as a URI query parameter.
-    static func withConnectTimeout(_ conninfo: String) -> String {
+    /// `conninfo` with `connectionDefaults` added where it sets none of
+    /// them: as keywords, or as URI query parameters.
+    public static func withConnectionDefaults(_ conninfo: String) -> String {
         var error: UnsafeMutablePointer<CChar>?
+        var given: Set<String> = []
         if let options = PQconninfoParse(conninfo, &error) {
             defer { PQconninfoFree(options) }
             var o = options
             while let keyword = o.pointee.keyword {
-                if String(cString: keyword) == "connect_timeout", o.pointee.val != nil { return conninfo }
+                if o.pointee.val != nil { given.insert(String(cString: keyword)) }
                 o += 1
             }
         } else {
@@ -67,11 +76,12 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
             if let error { PQfreemem(error) }
             return conninfo
         }
-        let setting = "connect_timeout=\(connectTimeoutSeconds)"
+        let missing = connectionDefaults.filter { !given.contains($0.keyword) }.map { "\($0.keyword)=\($0.value)" }
+        guard !missing.isEmpty else { return conninfo }
         if conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://") {
-            return conninfo + (conninfo.contains("?") ? "&" : "?") + setting
+            return conninfo + (conninfo.contains("?") ? "&" : "?") + missing.joined(separator: "&")
         }
-        return conninfo + (conninfo.isEmpty ? "" : " ") + setting
+        return conninfo + (conninfo.isEmpty ? "" : " ") + missing.joined(separator: " ")
     }
 
     private static func connect(_ conninfo: String) throws(StorageError) -> PostgresConnection {

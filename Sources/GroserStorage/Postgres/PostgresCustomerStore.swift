@@ -56,7 +56,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
     /// Appends between two checkpoints (which expire idle sessions and old answers).
     static let appendsPerCheckpoint = 10_000
 
-    /// `conninfo` with a connect timeout (PostgresCatalogStore's rule).
+    /// `conninfo` with PostgresCatalogStore's connection defaults (timeouts).
     private let connectInfo: String
     /// Told of the round trips (each batch's `begin` pipeline is timed),
     /// failures and reconnects, for Stats.
@@ -67,7 +67,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
     public init(conninfo: String, health: StoreHealth = StoreHealth(.postgresql)) {
         self.conninfo = conninfo
         self.health = health
-        connectInfo = PostgresCatalogStore.withConnectTimeout(conninfo)
+        connectInfo = PostgresCatalogStore.withConnectionDefaults(conninfo)
     }
 
     /// The schema step that creates the customer tables (PostgresSchema's step 2).
