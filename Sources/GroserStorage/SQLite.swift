@@ -7,6 +7,9 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     /// lost), as opposed to a refusal of the request itself: a caller may
     /// answer UNAVAILABLE and let the client retry.
     public var isUnavailable: Bool
+    /// Another host wrote the same rows first (a shared store): the batch
+    /// is run again on what the store holds now, not answered UNAVAILABLE.
+    public var isConflict = false
 
     public init(_ description: String) {
         self.description = description

@@ -60,12 +60,11 @@ final class CatalogFollower: Sendable {
                 // What changed while nobody listened.
                 try refresh()
                 while !isStopped {
-                    let hints = try connection.notifications(timeoutMilliseconds: Self.pollMilliseconds)
-                    if isStopped { return }
                     // A notification or a quiet second: either way the
                     // version decides (a refresh at the current version
                     // reads one row).
-                    _ = hints
+                    _ = try connection.notifications(timeoutMilliseconds: Self.pollMilliseconds)
+                    if isStopped { return }
                     try refresh()
                 }
             } catch {

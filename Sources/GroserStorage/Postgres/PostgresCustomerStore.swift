@@ -20,7 +20,7 @@ public protocol SharedCustomerStore: CustomerStore {
     /// The open transaction, for checkout's orders and stock.
     var transaction: any CommerceTransaction { get }
     /// Writes `records` (the sessions they name as `state` now holds them)
-    /// and commits. Throws `StorageError.conflict` when another host
+    /// and commits. Throws a StorageError that `isConflict` when another host
     /// changed one of the sessions since `begin`; nothing is written then.
     func commit(_ records: [CustomerRecord], state: borrowing CustomerState, answerCutoff: Int64) throws(StorageError)
     /// Ends the transaction without writing (after a failure).
@@ -28,15 +28,6 @@ public protocol SharedCustomerStore: CustomerStore {
     /// What the next checkpoint removes: guest sessions last active before
     /// `idleBefore`, answers given before `answersBefore`.
     func setExpiry(idleBefore: Int64, answersBefore: Int64)
-}
-
-extension StorageError {
-    /// Marks an error as a conflict with another host's write: the batch is
-    /// run again, not answered UNAVAILABLE.
-    public static let conflictPrefix = "conflict: "
-    static func conflict(_ what: String) -> StorageError { StorageError(conflictPrefix + what) }
-    /// Another host wrote the same session first; running again resolves it.
-    public var isConflict: Bool { description.hasPrefix(Self.conflictPrefix) }
 }
 
 /// One shard's customer state in PostgreSQL. Sessions are rows of
@@ -140,7 +131,9 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
         // deadlock in a checkout's product read): the batch is run again.
         case "40001", "40P01", "23505", "25P02":
             health.succeeded()
-            return .conflict(error.message)
+            var conflict = StorageError("conflict: \(error.message)")
+            conflict.isConflict = true
+            return conflict
         default:
             if error.isConnectionFailure {
                 connection?.close()
