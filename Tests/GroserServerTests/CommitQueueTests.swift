@@ -161,4 +161,34 @@ struct CommitQueueTests {
         }
         #expect(taken == Array(0..<6000))
     }
+
+    /// A shard's gather: `wait(forAtLeast:)` returns as soon as the count
+    /// is reached (puts below it no longer wake the waiter, so the one that
+    /// reaches it must), and at its timeout when it is not.
+    @Test func gatherWaitEndsWhenTheCountIsReached() throws {
+        let queue = BlockingQueue<Int>()
+        let producer = try OSThread(name: "test-producer") {
+            for i in 0..<10 {
+                OSThread.sleep(milliseconds: 2)
+                queue.put(i)
+            }
+        }
+        let started = monotonicNanoseconds()
+        queue.wait(forAtLeast: 10, timeoutNanoseconds: 10_000_000_000)
+        let waited = monotonicNanoseconds() - started
+        let taken = queue.take(upTo: 100, timeoutNanoseconds: 0)
+        producer.join()
+        #expect(taken == Array(0..<10))
+        #expect(waited < 5_000_000_000, "the tenth put did not wake the gather")
+
+        queue.put(1)
+        let alone = monotonicNanoseconds()
+        queue.wait(forAtLeast: 2, timeoutNanoseconds: 30_000_000)
+        #expect(monotonicNanoseconds() - alone >= 25_000_000, "the gather ended before its count or its timeout")
+        // After a gather, a plain take is woken by a single put again.
+        _ = queue.take(upTo: 10, timeoutNanoseconds: 0)
+        let later = try OSThread(name: "test-put") { OSThread.sleep(milliseconds: 5); queue.put(7) }
+        #expect(queue.take(upTo: 10, timeoutNanoseconds: 5_000_000_000) == [7])
+        later.join()
+    }
 }
