@@ -226,6 +226,26 @@ struct ConnectionStateMachineTests {
         #expect(!m.mayPushWatchFrames)
     }
 
+    /// The fan-out's path: with nothing owed, pushed frames go into the
+    /// loop's buffer for a direct write; what the socket does not take is
+    /// kept, and holds back the next frames like any owed output.
+    @Test func pushedFramesIntoTheLoopsBufferKeepWhatTheSocketDidNotTake() {
+        var m = machine()
+        let r = Responder(padding: 10)
+        m.watchFrameWaiting()
+        #expect(m.mayWriteDirectly && m.mayPushWatchFrames)
+        var out: [UInt8] = []
+        m.pushWatchFrames(into: &out) { $0 += r.frame(7) }
+        #expect(ids(out) == [7] && m.output.isEmpty && !m.mayPushWatchFrames)
+        // The socket took 5 bytes: the rest is owed, in order.
+        m.keep(&out, written: 5, now: 1)
+        #expect(m.pendingOutputBytes == r.frame(7).count - 5 && !m.mayWriteDirectly)
+        m.watchFrameWaiting()
+        m.pushWatchFrames { $0 += r.frame(8) }
+        m.wrote(m.pendingOutputBytes, now: 2)
+        #expect(m.output.isEmpty && m.mayWriteDirectly)
+    }
+
     @Test func theClockCutsOffSlowReadersAndFramesThatDoNotFinish() {
         var m = machine()
         var r = Responder(padding: 10)

@@ -316,6 +316,14 @@ public struct ConnectionStateMachine {
         watchesPending = 0
     }
 
+    /// Like `pushWatchFrames(_:)`, into the caller's buffer, when nothing is
+    /// owed (`mayWriteDirectly`): the caller writes it to the socket and
+    /// hands back what the socket did not take (`keep`).
+    public mutating func pushWatchFrames(into out: inout [UInt8], _ emit: (inout [UInt8]) -> Void) {
+        emit(&out)
+        watchesPending = 0
+    }
+
     // MARK: The clock
 
     /// What the clock says must happen now, if anything.
