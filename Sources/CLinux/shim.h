@@ -21,3 +21,8 @@ extern int pthread_setname_np(pthread_t thread, const char *name);
 #include <sys/random.h>
 
 #include <malloc.h>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+/// The calling thread's id (gettid is hidden behind _GNU_SOURCE).
+static inline pid_t groser_gettid(void) { return (pid_t)syscall(SYS_gettid); }

@@ -29,6 +29,13 @@ public final class OSThread: @unchecked Sendable {
         _ = pthread_setname_np(handle, String(name.prefix(15)))
     }
 
+    /// Lowers the calling thread's priority (nice +`nice`): background work
+    /// (compaction, search indexing, imports) then waits while the loops
+    /// and shards serve requests, and takes the CPU when they are idle.
+    public static func runInBackground(nice: Int32 = 10) {
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(groser_gettid()), nice)
+    }
+
     /// Suspends the calling thread for `milliseconds`.
     public static func sleep(milliseconds: Int) {
         var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)

@@ -47,7 +47,10 @@ final class ImportService: Sendable {
     }
 
     func start() throws(Errno) {
-        thread.set(try OSThread(name: "groserd-import") { [self] in run() })
+        thread.set(try OSThread(name: "groserd-import") { [self] in
+            OSThread.runInBackground()
+            run()
+        })
     }
 
     func submit(_ job: CommerceJob) -> Bool { queue.put(job) }

@@ -197,6 +197,7 @@ public final class CustomerService: Sendable {
         for s in shards { started.append(try OSThread(name: "groserd-cart\(s.index)") { s.run() }) }
         try accounts.start()
         started.append(try OSThread(name: "groserd-compact") { [compactions, shards] in
+            OSThread.runInBackground()
             while true {
                 let asked = compactions.take(upTo: 64)
                 if asked.isEmpty { return }
