@@ -23,8 +23,8 @@ final class SearchIndexer: @unchecked Sendable {
     init() {
         let jobs = self.jobs, results = self.results, pending = self.pending
         thread = try? OSThread(name: "groserd-index") {
-            // A changed shelf's index is rebuilt here while a fan-out of the
-            // same change goes out on the loops: the loops go first.
+            // A whole load's indexes (start, import, reload): requests
+            // served meanwhile from the previous catalog go first.
             OSThread.runInBackground()
             let stemmer = Stemmer()
             while true {
