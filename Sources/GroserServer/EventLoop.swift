@@ -650,25 +650,21 @@ final class EventLoop: @unchecked Sendable {
     /// answer is owed before them and its output is not backed up.
     private func emitWatchFrames(_ connection: Connection) {
         var sent = 0
+        let emit = { (output: inout [UInt8]) in
+            for i in connection.watchers.indices where connection.watchers[i].hasPending {
+                connection.watchers[i].emit(into: &output)
+                sent += 1
+            }
+        }
         if connection.machine.mayWriteDirectly {
             // Nothing owed before them: through the loop's own buffer straight
             // to the socket (what it does not take stays with the connection),
             // rather than into a buffer of the connection's, allocated and
             // freed for every frame of a fan-out.
-            connection.machine.pushWatchFrames(into: &output) { output in
-                for i in connection.watchers.indices where connection.watchers[i].hasPending {
-                    connection.watchers[i].emit(into: &output)
-                    sent += 1
-                }
-            }
+            connection.machine.pushWatchFrames(into: &output, emit)
             deliver(connection)
         } else {
-            connection.machine.pushWatchFrames { output in
-                for i in connection.watchers.indices where connection.watchers[i].hasPending {
-                    connection.watchers[i].emit(into: &output)
-                    sent += 1
-                }
-            }
+            connection.machine.pushWatchFrames(emit)
         }
         // Counted once a turn: one shared atomic per frame bounced its cache
         // line between the two loops 1,000 times a fan-out.
