@@ -640,10 +640,6 @@ final class EventLoop: @unchecked Sendable {
             if connection.machine.watchesPending > 0 { finishIO(connection) }
         }
         if coalesced > 0 { counters.watchCoalesced.add(coalesced, ordering: .relaxed) }
-        if watchFramesUncounted > 0 {
-            counters.watchFrames.add(watchFramesUncounted, ordering: .relaxed)
-            watchFramesUncounted = 0
-        }
     }
 
     /// Appends the connection's waiting watch frames to its output, when no

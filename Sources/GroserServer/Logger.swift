@@ -74,17 +74,7 @@ public struct Logger: Sendable {
     public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
 
     /// UTC with milliseconds: 2026-12-02T16:45:23.123Z.
-    static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var t = now.tv_sec
-        var tm = tm()
-        gmtime_r(&t, &tm)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let ms = Int(now.tv_nsec / 1_000_000)
-        let milliseconds = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(milliseconds)Z"
-    }
+    static func timestamp() -> String { rfc3339Milliseconds(wallClockNow()) }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.
     static func quote(_ s: String) -> String { JSONString.quoted(s) }

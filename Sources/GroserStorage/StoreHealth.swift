@@ -37,8 +37,7 @@ public final class StoreHealth: Sendable {
     public let kind: Kind
     private struct Failure {
         /// Wall-clock time of the first failure since the last success.
-        var sinceSeconds: Int64
-        var sinceNanoseconds: Int
+        var since: timespec
         var reason: String
     }
     private let failure = Locked<Failure?>(nil)
@@ -70,11 +69,10 @@ public final class StoreHealth: Sendable {
 
     /// A round trip could not be made, for `reason`.
     public func failed(_ reason: String) {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        let now = wallClockNow()
         failure.withLock { f in
             if f == nil {
-                f = Failure(sinceSeconds: Int64(now.tv_sec), sinceNanoseconds: Int(now.tv_nsec), reason: reason)
+                f = Failure(since: now, reason: reason)
             } else {
                 f!.reason = reason
             }
@@ -90,20 +88,9 @@ public final class StoreHealth: Sendable {
 
     public var report: Report {
         let state = failure.withLock { f in
-            f.map { "unavailable since \(Self.rfc3339(seconds: $0.sinceSeconds, nanoseconds: $0.sinceNanoseconds)): \($0.reason)" }
+            f.map { "unavailable since \(rfc3339Milliseconds($0.since)): \($0.reason)" }
         }
         return Report(store: kind.rawValue, state: state ?? "ok", roundTrips: roundTrips.withLock { $0 },
                       conflicts: conflictCount.load(ordering: .relaxed), reconnects: reconnectCount.load(ordering: .relaxed))
-    }
-
-    /// UTC with milliseconds, as the log's: 2026-12-02T16:45:23.123Z.
-    static func rfc3339(seconds: Int64, nanoseconds: Int) -> String {
-        var t = time_t(seconds)
-        var tm = tm()
-        gmtime_r(&t, &tm)
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        let ms = nanoseconds / 1_000_000
-        let milliseconds = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
-        return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(milliseconds)Z"
     }
 }

@@ -93,3 +93,22 @@ public func wallClockSeconds() -> Int64 {
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int64(ts.tv_sec)
 }
+
+/// The wall clock now, as `rfc3339Milliseconds` reads it.
+public func wallClockNow() -> timespec {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return ts
+}
+
+/// `time` in UTC with milliseconds, as the log writes it:
+/// 2026-12-02T16:45:23.123Z.
+public func rfc3339Milliseconds(_ time: timespec) -> String {
+    var t = time.tv_sec
+    var tm = tm()
+    gmtime_r(&t, &tm)
+    func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let ms = Int(time.tv_nsec / 1_000_000)
+    let milliseconds = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+    return "\(tm.tm_year + 1900)-\(two(tm.tm_mon + 1))-\(two(tm.tm_mday))T\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)).\(milliseconds)Z"
+}
