@@ -305,9 +305,7 @@ final class CustomerShard: @unchecked Sendable {
     /// records appended with one fdatasync.
     private func runLogged(_ jobs: UnsafeBufferPointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
                            _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
-        let needsDatabase = jobs.contains { j in
-            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
-        }
+        let needsDatabase = Self.needsDatabase(jobs)
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
@@ -332,6 +330,15 @@ final class CustomerShard: @unchecked Sendable {
         }
     }
 
+    /// Whether a batch reads products through the database's transaction
+    /// (locked): only with a checkout or ListOrders, which write or read
+    /// orders there; cart mutations otherwise see the shard's cache.
+    private static func needsDatabase(_ jobs: UnsafeBufferPointer<ShardJob>) -> Bool {
+        jobs.contains { j in
+            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
+        }
+    }
+
     /// Times a batch is run again after another host changed one of its
     /// sessions first.
     static let sharedAttempts = 5
@@ -348,9 +355,7 @@ final class CustomerShard: @unchecked Sendable {
             jobs[i].appendKeys(to: &keys)
             jobs[i].appendAnswerNames(to: &answers)
         }
-        let needsDatabase = jobs.contains { j in
-            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
-        }
+        let needsDatabase = Self.needsDatabase(jobs)
         let answerCutoff = now - context.lifetimes.answers
         for attempt in 1...Self.sharedAttempts {
             do {
