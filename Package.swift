@@ -45,7 +45,7 @@ let package = Package(
         // Storage behind the CatalogStore protocol; SQLite is the embedded store,
         // PostgreSQL (libpq) the shared one. Session tokens are kept as BLAKE2b
         // hashes (libsodium).
-        .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CSQLite", "CSodium", "CPostgres"]),
+        .target(name: "GroserStorage", dependencies: ["GroserWire", "GroserSystem", "CLinux", "CSQLite", "CSodium", "CPostgres"]),
         // Product search: tokens, Snowball stems, typos, the per-store index
         // and its ranking. Pure but for the stemmer; no storage, no sockets.
         .target(name: "GroserSearch", dependencies: ["GroserWire", "GroserSystem", "CStemmer"]),

@@ -1,19 +1,75 @@
 import GroserWire
 
 /// A product as carts and checkout need it: authoritative price and stock.
+///
+/// A value with one reference inside: its fields live in a box shared by
+/// copies until one of them changes a field (copy on write). A cart
+/// request copies its product a dozen times (the lookups' answers, the
+/// rules' checks, the view), and a copy of four strings cost eight
+/// reference-count operations; a copy of the box costs two.
 public struct ProductRecord: Sendable, Hashable {
-    public var uid: String
-    public var storeUID: String
-    public var name: String
-    public var price: Money
-    public var stock: UInt32
+    private var box: Box
 
     public init(uid: String, storeUID: String, name: String, price: Money, stock: UInt32) {
-        self.uid = uid
-        self.storeUID = storeUID
-        self.name = name
-        self.price = price
-        self.stock = stock
+        box = Box(uid: uid, storeUID: storeUID, name: name, price: price, stock: stock)
+    }
+
+    public var uid: String {
+        get { box.uid }
+        set { unique().uid = newValue }
+    }
+    public var storeUID: String {
+        get { box.storeUID }
+        set { unique().storeUID = newValue }
+    }
+    public var name: String {
+        get { box.name }
+        set { unique().name = newValue }
+    }
+    public var price: Money {
+        get { box.price }
+        set { unique().price = newValue }
+    }
+    public var stock: UInt32 {
+        get { box.stock }
+        set { unique().stock = newValue }
+    }
+
+    public static func == (a: ProductRecord, b: ProductRecord) -> Bool {
+        a.box === b.box || (a.uid == b.uid && a.storeUID == b.storeUID && a.name == b.name
+            && a.price == b.price && a.stock == b.stock)
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(uid)
+        h.combine(storeUID)
+        h.combine(name)
+        h.combine(price)
+        h.combine(stock)
+    }
+
+    private mutating func unique() -> Box {
+        if !isKnownUniquelyReferenced(&box) {
+            box = Box(uid: box.uid, storeUID: box.storeUID, name: box.name, price: box.price, stock: box.stock)
+        }
+        return box
+    }
+
+    // @unchecked: a box is changed only through `unique()`, by the one
+    // value that holds it; shared boxes are never written.
+    private final class Box: @unchecked Sendable {
+        var uid: String
+        var storeUID: String
+        var name: String
+        var price: Money
+        var stock: UInt32
+        init(uid: String, storeUID: String, name: String, price: Money, stock: UInt32) {
+            self.uid = uid
+            self.storeUID = storeUID
+            self.name = name
+            self.price = price
+            self.stock = stock
+        }
     }
 }
 

@@ -218,6 +218,17 @@ public enum ResponseFrameWriter {
         body.withUnsafeBytes { appendOK(id: id, field: field, body: $0, to: &out) }
     }
 
+    /// A whole OK response frame in one allocation of its exact size: for
+    /// an answer that goes alone (a shard's), where appending to an empty
+    /// array allocated twice, for the header and again for the body.
+    public static func okFrame(id: UInt64, field: MethodField, body: [UInt8]) -> [UInt8] {
+        let size = okFrameSize(id: id, field: field, bodyLength: body.count)
+        var frame: [UInt8] = []
+        frame.reserveCapacity(size)
+        appendOK(id: id, field: field, body: body, to: &frame)
+        return frame
+    }
+
     /// Appends one frame of a stream (a watch's): the id, `continues`
     /// (field 3) when more frames follow, then the body followed by one more
     /// varint field when `value` is not 0 (a field that differs per watcher,

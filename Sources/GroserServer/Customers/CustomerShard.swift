@@ -251,6 +251,10 @@ final class CustomerShard: @unchecked Sendable {
         let catalog = context.catalog.current
         let now = context.unixTime()
         var batch = Batch()
+        // A cart change makes a record and an undo entry (more with an
+        // idempotency key): room for one each up front spares the growth.
+        batch.records.reserveCapacity(jobs.count)
+        batch.undo.reserveCapacity(jobs.count)
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         var stepAnswers: [AccountStepAnswer?] = []
@@ -259,6 +263,7 @@ final class CustomerShard: @unchecked Sendable {
         } else {
             runLogged(jobs, catalog, now, &batch, &outcomes, &stepAnswers)
         }
+        lookupTx = nil
         // Every request's session was used, answered or refused; a run of
         // one session's requests (a pipelining client) sets it once.
         var last: SessionKey?
@@ -280,13 +285,14 @@ final class CustomerShard: @unchecked Sendable {
                 }
                 continue
             }
-            var frame: [UInt8] = []
             let id = jobs[i].job.request.id
             switch outcome {
-            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frame)
-            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
+            case .ok(let field, let body): jobs[i].job.reply(ResponseFrameWriter.okFrame(id: id, field: field, body: body))
+            case .failed(let status):
+                var frame: [UInt8] = []
+                ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
+                jobs[i].job.reply(frame)
             }
-            jobs[i].job.reply(frame)
         }
         if batch.soldOut { context.catalog.announce() }
         if !batch.records.isEmpty {
@@ -334,9 +340,11 @@ final class CustomerShard: @unchecked Sendable {
     /// (locked): only with a checkout or ListOrders, which write or read
     /// orders there; cart mutations otherwise see the shard's cache.
     private static func needsDatabase(_ jobs: UnsafeBufferPointer<ShardJob>) -> Bool {
-        jobs.contains { j in
-            switch j.job.request.method { case .checkout, .listOrders: return true; default: return false }
+        // By index: `contains(where:)` handed the closure a copy of each job.
+        for i in jobs.indices {
+            switch jobs[i].job.request.method { case .checkout, .listOrders: return true; default: continue }
         }
+        return false
     }
 
     /// Times a batch is run again after another host changed one of its
@@ -436,41 +444,47 @@ final class CustomerShard: @unchecked Sendable {
     /// store; inside a checkout batch's transaction, misses are read through
     /// it (the connection is the transaction's). A failed read is kept in
     /// `lookupFailure` and turns the request's answer into UNAVAILABLE.
+    /// Each call starts a request's lookups afresh; the closure is made
+    /// once per shard, so a request allocates nothing for it (a closure
+    /// and its memo per request were two allocations).
     private func lookup(_ tx: (any CommerceTransaction)?) -> CartRules.Lookup {
-        // A request asks for the same product several times (the rule, the
-        // check for removed products, the view): the last answer is kept,
-        // in a class, compared in place (binding an optional tuple copied
-        // and destroyed its five strings at every call).
-        let last = LastProduct()
-        return { [self] uid in
-            if last.known, last.uid == uid { return last.product }
-            do {
-                let product: ProductRecord?
-                if let tx {
-                    if let known = cache.known(uid) { product = known } else { product = try tx.product(uid) }
-                } else {
-                    product = try cache.product(uid)
-                }
-                last.known = true
-                last.uid = uid
-                last.product = product
-                return product
-            } catch let error as StorageError {
-                lookupFailure = error
-            } catch {
-                lookupFailure = StorageError("\(error)")
-            }
-            return nil
-        }
+        lookupTx = tx
+        lastKnown = false
+        lastProduct = nil
+        return productLookup
     }
 
+    /// `lookup`'s closure: the shard's thread only, one request at a time.
+    private lazy var productLookup: CartRules.Lookup = { [unowned(unsafe) self] uid in product(uid) }
+    @exclusivity(unchecked) private var lookupTx: (any CommerceTransaction)?
     @exclusivity(unchecked) private var lookupFailure: StorageError?
+    // A request asks for the same product several times (the rule, the
+    // check for removed products, the view): the last answer is kept and
+    // compared in place (binding an optional tuple copied and destroyed its
+    // strings at every call).
+    @exclusivity(unchecked) private var lastKnown = false
+    @exclusivity(unchecked) private var lastUID = ""
+    @exclusivity(unchecked) private var lastProduct: ProductRecord?
 
-    /// The last product a request's lookup answered.
-    private final class LastProduct {
-        var known = false
-        var uid = ""
-        var product: ProductRecord?
+    private func product(_ uid: String) -> ProductRecord? {
+        if lastKnown, lastUID == uid { return lastProduct }
+        do {
+            let product: ProductRecord?
+            if let tx = lookupTx {
+                if let known = cache.known(uid) { product = known } else { product = try tx.product(uid) }
+            } else {
+                product = try cache.product(uid)
+            }
+            lastKnown = true
+            lastUID = uid
+            lastProduct = product
+            return product
+        } catch let error as StorageError {
+            lookupFailure = error
+        } catch {
+            lookupFailure = StorageError("\(error)")
+        }
+        return nil
     }
 
     /// Called before a request changes anything: a failed product read
