@@ -53,7 +53,12 @@ final class EventLoop: @unchecked Sendable {
     private var acceptPausedUntil: UInt64 = 0
     private var lastSweep: UInt64 = 0
     /// Answers from the commit queue, waiting for this loop's thread.
-    private let inbox = Locked<[(fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)]>([])
+    typealias InboxAnswer = (fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)
+    private let inbox = Locked<[InboxAnswer]>([])
+    /// The inbox's other array: swapped in when the loop takes the answers,
+    /// so neither is allocated again each turn. The loop's thread only.
+    @exclusivity(unchecked) private var spareInbox: [InboxAnswer] = []
+    static let retainedInboxCapacity = 4096
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
          logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
@@ -436,23 +441,43 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 
-    /// Moves answers from the commit queue to their connections.
+    /// Moves answers from the commit queue to their connections. A shard
+    /// answers a batch's requests in order, so one connection's answers
+    /// usually come in a run: each run goes through the loop's `output`
+    /// buffer and is offered to the socket once (as `answerFrames` does),
+    /// rather than into a buffer of the connection's own, allocated again
+    /// after every write that emptied it.
     private func deliverAnswers() {
-        let answers = inbox.withLock { inbox in
-            defer { inbox.removeAll() }
-            return inbox
-        }
+        var answers = spareInbox
+        inbox.withLock { swap(&$0, &answers) }
         guard !answers.isEmpty else { return }
         var touched: [Int32: Connection] = [:]
-        for a in answers {
-            // The connection may have closed, and its descriptor been reused.
-            guard let c = connections[a.fd], c.serial == a.serial else { continue }
+        var run: Connection?
+        for i in answers.indices {
+            let a = answers[i]
+            if let c = run, c.socket.descriptor != a.fd || c.serial != a.serial {
+                deliver(c)
+                run = nil
+            }
+            if run == nil {
+                // The connection may have closed, and its descriptor been reused.
+                guard let c = connections[a.fd], c.serial == a.serial else { continue }
+                run = c
+                touched[a.fd] = c
+            }
+            let c = run!
+            var out: [UInt8] = []
+            swap(&out, &output)
             var responder = LoopResponder(loop: self, connection: c, handler: handler)
-            c.machine.answerArrived(slot: a.slot, frame: a.frame, &responder)
+            c.machine.answerArrived(slot: a.slot, frame: a.frame, into: &out, &responder)
+            swap(&out, &output)
             a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
-            touched[a.fd] = c
         }
+        if let c = run { deliver(c) }
         for c in touched.values { finishIO(c) }
+        // The array goes back for the next turn, its room kept (bounded).
+        answers.removeAll(keepingCapacity: answers.capacity <= Self.retainedInboxCapacity)
+        spareInbox = answers
     }
 
     /// Writes the answers in `output` to the connection, or queues them

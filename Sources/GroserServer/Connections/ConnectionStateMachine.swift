@@ -252,16 +252,44 @@ public struct ConnectionStateMachine {
     /// order to the output, answering `later` requests as their turn comes.
     public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], _ responder: inout R) {
         if let i = held.firstIndex(where: { $0.slot == slot }) { held[i].answer = .ready(frame) }
+        releaseReadyIntoOutput(&responder)
+    }
+
+    /// Event: the awaited answer for `slot` arrived. What is ready in order
+    /// from the front goes to `out` when nothing is owed (the loop offers
+    /// `out` to the socket: `keep` takes what it does not), else behind
+    /// what is owed. `out` holds only this connection's bytes.
+    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], into out: inout [UInt8],
+                                                          _ responder: inout R) {
+        if let i = held.firstIndex(where: { $0.slot == slot }) { held[i].answer = .ready(frame) }
+        if pendingOutputBytes > 0 {
+            releaseReadyIntoOutput(&responder)
+        } else {
+            releaseReady(into: &out, &responder)
+        }
+    }
+
+    /// `releaseReady` behind what is owed.
+    private mutating func releaseReadyIntoOutput<R: FrameResponder>(_ responder: inout R) {
+        var out: [UInt8] = []
+        swap(&out, &output)
+        releaseReady(into: &out, &responder)
+        swap(&out, &output)
+    }
+
+    /// Moves the held answers that are ready, from the front, to `out`.
+    private mutating func releaseReady<R: FrameResponder>(into out: inout [UInt8], _ responder: inout R) {
         var done = 0
         loop: while done < held.count {
             switch held[done].answer {
             case .awaiting: break loop
-            case .ready(let f): output.append(contentsOf: f)
-            case .later(let request, let receivedAt): responder.answer(held: request, receivedAt: receivedAt, into: &output)
+            case .ready(let f): out.append(contentsOf: f)
+            case .later(let request, let receivedAt): responder.answer(held: request, receivedAt: receivedAt, into: &out)
             }
             done += 1
         }
-        held.removeFirst(done)
+        // All of them (the usual case): no shifting of what is left.
+        if done == held.count { held.removeAll(keepingCapacity: true) } else { held.removeFirst(done) }
     }
 
     // MARK: Writing

@@ -479,10 +479,8 @@ final class CustomerShard: @unchecked Sendable {
             lastUID = uid
             lastProduct = product
             return product
-        } catch let error as StorageError {
-            lookupFailure = error
         } catch {
-            lookupFailure = StorageError("\(error)")
+            lookupFailure = error
         }
         return nil
     }
