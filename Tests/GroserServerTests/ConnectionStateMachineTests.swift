@@ -114,6 +114,32 @@ struct ConnectionStateMachineTests {
         #expect(m.held.isEmpty)
     }
 
+    /// The loop's path: answers released into the loop's buffer when the
+    /// connection owes nothing, and behind the owed bytes when it does, so
+    /// the order on the socket is the order of the requests either way.
+    @Test func arrivingAnswersGoToTheLoopsBufferOnlyWhenNothingIsOwed() {
+        var m = machine()
+        var r = Responder(awaited: [1, 3])
+        var out: [UInt8] = []
+        feed(&m, requests([1, 2, 3, 4]), &r, into: &out)
+        #expect(out.isEmpty)
+        // Nothing owed: 1 and 2 go to the loop's buffer, none to the machine's.
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), into: &out, &r)
+        #expect(ids(out) == [1, 2])
+        #expect(m.pendingOutputBytes == 0)
+        // The socket takes only part of it: the rest is owed...
+        m.keep(&out, written: 5, now: 1)
+        #expect(m.pendingOutputBytes > 0)
+        // ...and 3 and 4 then go behind it, not to the loop's buffer.
+        var later: [UInt8] = []
+        m.answerArrived(slot: r.submitted[1].slot, frame: r.frame(3), into: &later, &r)
+        #expect(later.isEmpty)
+        let owed = Array(m.output[m.outputOffset...])
+        let whole = r.frame(1) + r.frame(2) + r.frame(3) + r.frame(4)
+        #expect(owed == Array(whole[5...]))
+        #expect(m.held.isEmpty)
+    }
+
     @Test func owedOutputOverTheLimitPausesReadingUntilItDrainsToHalf() {
         var m = machine(maximumPendingOutputBytes: 300)
         var r = Responder(padding: 100)
