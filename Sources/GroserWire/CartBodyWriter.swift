@@ -35,13 +35,16 @@ enum CartBodyWriter {
         var written = 0
         init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
 
+        @inline(__always)
         mutating func varint(_ value: UInt64) {
             written = ProtoWriter.putVarint(value, into: UnsafeMutableRawPointer(base), at: written)
         }
+        @inline(__always)
         mutating func header(_ field: UInt32, _ length: Int) {
             varint(UInt64(field << 3 | ProtoWriter.wireLengthDelimited))
             varint(UInt64(length))
         }
+        @inline(__always)
         mutating func varintField(_ field: UInt32, _ value: UInt64) {
             guard value != 0 else { return }
             varint(UInt64(field << 3 | ProtoWriter.wireVarint))
@@ -74,7 +77,7 @@ enum CartBodyWriter {
             + stringFieldSize(MoneyField.currency, m.currency)
     }
 
-    private static func size(_ l: CartLine) -> Int {
+    private static func size(_ l: borrowing CartLine) -> Int {
         var n = stringFieldSize(LineField.productUID, l.productUID) + stringFieldSize(LineField.name, l.name)
         n += messageFieldSize(LineField.unitPrice, size(l.unitPrice))
         n += ProtoWriter.varintFieldSize(LineField.quantity, UInt64(l.quantity))
@@ -87,7 +90,9 @@ enum CartBodyWriter {
 
     private static func size(_ c: Cart) -> Int {
         var n = stringFieldSize(CartField.storeUID, c.storeUID)
-        for l in c.lines { n += messageFieldSize(CartField.lines, size(l)) }
+        c.lines.withUnsafeBufferPointer { lines in
+            for i in lines.indices { n += messageFieldSize(CartField.lines, size(lines[i])) }
+        }
         n += messageFieldSize(CartField.subtotal, size(c.subtotal))
         n += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(c.itemCount))
         n += stringFieldSize(CartField.currency, c.currency)
@@ -103,7 +108,7 @@ enum CartBodyWriter {
         w.string(MoneyField.currency, m.currency)
     }
 
-    private static func write(_ l: CartLine, _ w: inout Cursor) {
+    private static func write(_ l: borrowing CartLine, _ w: inout Cursor) {
         w.header(CartField.lines, size(l))
         w.string(LineField.productUID, l.productUID)
         w.string(LineField.name, l.name)
@@ -117,7 +122,10 @@ enum CartBodyWriter {
 
     private static func write(_ c: Cart, _ w: inout Cursor) {
         w.string(CartField.storeUID, c.storeUID)
-        for l in c.lines { write(l, &w) }
+        // Borrowed from the buffer: `for l in c.lines` copied every line.
+        c.lines.withUnsafeBufferPointer { lines in
+            for i in lines.indices { write(lines[i], &w) }
+        }
         write(CartField.subtotal, c.subtotal, &w)
         w.varintField(CartField.itemCount, UInt64(c.itemCount))
         w.string(CartField.currency, c.currency)

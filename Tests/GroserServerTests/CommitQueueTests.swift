@@ -191,4 +191,29 @@ struct CommitQueueTests {
         #expect(queue.take(upTo: 10, timeoutNanoseconds: 5_000_000_000) == [7])
         later.join()
     }
+
+    /// A batch's array given back is emptied and reused: what it held is
+    /// released (the shard's jobs hold connections and answers), and the
+    /// queue goes on in order with the room it had.
+    @Test func aRecycledBatchIsEmptiedAndItsRoomReused() {
+        final class Token: Sendable {}
+        let queue = BlockingQueue<Token>()
+        weak var first: Token?
+        do {
+            let t = Token()
+            first = t
+            queue.put(t)
+        }
+        for _ in 0..<99 { queue.put(Token()) }
+        let batch = queue.take(upTo: 1000)
+        #expect(batch.count == 100)
+        let room = batch.capacity
+        queue.recycle(consume batch)
+        #expect(first == nil, "the recycled batch still holds its elements")
+        let t = Token()
+        queue.put(t)
+        let next = queue.take(upTo: 1000)
+        #expect(next.count == 1 && next[0] === t)
+        #expect(next.capacity >= room)
+    }
 }

@@ -185,9 +185,16 @@ final class CustomerShard: @unchecked Sendable {
                 continue
             }
             // Filtered only when needed: the filter copies every job.
-            let closed = jobs.contains { $0.job.connection?.isClosed == true }
-            let wanted = closed ? jobs.filter { $0.job.connection?.isClosed != true } : jobs
-            if !wanted.isEmpty { process(wanted) }
+            // By index: `contains(where:)` handed its closure a copy of each job.
+            let closed = jobs.withUnsafeBufferPointer { b in b.indices.contains { b[$0].job.connection?.isClosed == true } }
+            if closed {
+                let wanted = jobs.filter { $0.job.connection?.isClosed != true }
+                if !wanted.isEmpty { process(wanted) }
+            } else {
+                process(jobs)
+            }
+            // Its jobs are destroyed now, on this thread; its room is used again.
+            queue.recycle(consume jobs)
             sweepIfDue()
         }
     }
@@ -769,8 +776,15 @@ final class CustomerShard: @unchecked Sendable {
 
     private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
         guard !storeUID.isEmpty else { throw Refusal(.invalidArgument, "The request names no store.") }
+        // The batch's requests mostly name one store: the last store found
+        // in this batch's catalog is compared, not hashed and looked up again.
+        if storeUID == knownStore.uid, catalog.version == knownStore.catalogVersion { return }
         guard catalog.stores[storeUID] != nil else { throw Refusal(.notFound, "No store has the uid \"\(clip(storeUID))\".") }
+        knownStore = (storeUID, catalog.version)
     }
+
+    /// The last store `checkStore` found, and in which catalog version.
+    @exclusivity(unchecked) private var knownStore: (uid: String, catalogVersion: UInt64) = ("", .max)
 
     /// The remembered answer of the session's earlier request with this
     /// idempotency key, or nil.
