@@ -58,6 +58,8 @@ final class EventLoop: @unchecked Sendable {
     /// The inbox's other array: swapped in when the loop takes the answers,
     /// so neither is allocated again each turn. The loop's thread only.
     @exclusivity(unchecked) private var spareInbox: [InboxAnswer] = []
+    /// Counts `deliverAnswers` turns (see `Connection.answerTurn`).
+    @exclusivity(unchecked) private var answerTurn: UInt64 = 0
     static let retainedInboxCapacity = 4096
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
@@ -451,7 +453,8 @@ final class EventLoop: @unchecked Sendable {
         var answers = spareInbox
         inbox.withLock { swap(&$0, &answers) }
         guard !answers.isEmpty else { return }
-        var touched: [Int32: Connection] = [:]
+        answerTurn &+= 1
+        var touched: [Connection] = []
         var run: Connection?
         for i in answers.indices {
             let a = answers[i]
@@ -463,7 +466,10 @@ final class EventLoop: @unchecked Sendable {
                 // The connection may have closed, and its descriptor been reused.
                 guard let c = connections[a.fd], c.serial == a.serial else { continue }
                 run = c
-                touched[a.fd] = c
+                if c.answerTurn != answerTurn {
+                    c.answerTurn = answerTurn
+                    touched.append(c)
+                }
             }
             let c = run!
             var out: [UInt8] = []
@@ -474,7 +480,7 @@ final class EventLoop: @unchecked Sendable {
             a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
         }
         if let c = run { deliver(c) }
-        for c in touched.values { finishIO(c) }
+        for c in touched { finishIO(c) }
         // The array goes back for the next turn, its room kept (bounded).
         answers.removeAll(keepingCapacity: answers.capacity <= Self.retainedInboxCapacity)
         spareInbox = answers

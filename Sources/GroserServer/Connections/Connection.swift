@@ -26,6 +26,9 @@ final class Connection {
     @exclusivity(unchecked) var registered: EpollEvents = [.readable, .readHangup]
     /// The decoder's storage as last added to the loops' shared total.
     @exclusivity(unchecked) var accountedFrameBytes = 0
+    /// The loop's answer turn in which this connection last got answers
+    /// from a shard (so each turn finishes it once).
+    @exclusivity(unchecked) var answerTurn: UInt64 = 0
     /// The connection's watches, in the order they started.
     @exclusivity(unchecked) var watchers: [Watcher] = []
     /// The key of the session token the connection sent last.
