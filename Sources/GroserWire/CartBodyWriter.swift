@@ -4,52 +4,75 @@
 /// a quarter of a cart-add's instructions under callgrind. The bytes are the
 /// ones protobuf-c writes (fields in number order, proto3 defaults left out);
 /// `CartBodyWriterTests` checks that against protobuf-c for many carts.
+@usableFromInline
 enum CartBodyWriter {
     // Field numbers, from cart.proto and catalog.proto.
-    private enum MoneyField { static let minorUnits: UInt32 = 1, currency: UInt32 = 2 }
-    private enum LineField {
-        static let productUID: UInt32 = 1, name: UInt32 = 2, unitPrice: UInt32 = 3, quantity: UInt32 = 4
-        static let lineTotal: UInt32 = 5, priceChanged: UInt32 = 6, previousPrice: UInt32 = 7, outOfStock: UInt32 = 8
+    @usableFromInline enum MoneyField { @usableFromInline static let minorUnits: UInt32 = 1, currency: UInt32 = 2 }
+    @usableFromInline enum LineField {
+        @usableFromInline static let productUID: UInt32 = 1, name: UInt32 = 2, unitPrice: UInt32 = 3, quantity: UInt32 = 4
+        @usableFromInline static let lineTotal: UInt32 = 5, priceChanged: UInt32 = 6, previousPrice: UInt32 = 7, outOfStock: UInt32 = 8
     }
-    private enum CartField {
-        static let storeUID: UInt32 = 1, lines: UInt32 = 2, subtotal: UInt32 = 3, itemCount: UInt32 = 4
-        static let currency: UInt32 = 5, version: UInt32 = 6
+    @usableFromInline enum CartField {
+        @usableFromInline static let storeUID: UInt32 = 1, lines: UInt32 = 2, subtotal: UInt32 = 3, itemCount: UInt32 = 4
+        @usableFromInline static let currency: UInt32 = 5, version: UInt32 = 6
     }
-    private static let responseCart: UInt32 = 1
+    @usableFromInline static let responseCart: UInt32 = 1
 
     static func cartResponse(_ cart: Cart) -> [UInt8] {
-        let cartSize = size(cart)
-        let total = ProtoWriter.lengthDelimitedFieldSize(responseCart, cartSize)
-        return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
-            var w = Cursor(buffer.baseAddress!)
-            w.header(responseCart, cartSize)
-            write(cart, &w)
-            precondition(w.written == total, "CartBodyWriter: \(w.written) bytes written, \(total) sized")
-            count = total
+        cartResponse(storeUID: cart.storeUID, lines: cart.lines, subtotal: cart.subtotal, itemCount: cart.itemCount,
+                     currency: cart.currency, version: cart.version)
+    }
+
+    /// A cart's answer from its parts: a shard writes its lines straight
+    /// from the stored lines and their products, without a `Cart`.
+    @inlinable
+    static func cartResponse<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
+                                                currency: String, version: UInt64) -> [UInt8] {
+        lines.withUnsafeBufferPointer { lines in
+            var cartSize = stringFieldSize(CartField.storeUID, storeUID)
+            for i in lines.indices { cartSize += messageFieldSize(CartField.lines, size(lines[i])) }
+            cartSize += messageFieldSize(CartField.subtotal, size(subtotal))
+            cartSize += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(itemCount))
+            cartSize += stringFieldSize(CartField.currency, currency)
+            cartSize += ProtoWriter.varintFieldSize(CartField.version, version)
+            let total = ProtoWriter.lengthDelimitedFieldSize(responseCart, cartSize)
+            return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+                var w = Cursor(buffer.baseAddress!)
+                w.header(responseCart, cartSize)
+                w.string(CartField.storeUID, storeUID)
+                for i in lines.indices { write(lines[i], &w) }
+                write(CartField.subtotal, subtotal, &w)
+                w.varintField(CartField.itemCount, UInt64(itemCount))
+                w.string(CartField.currency, currency)
+                w.varintField(CartField.version, version)
+                precondition(w.written == total, "CartBodyWriter: \(w.written) bytes written, \(total) sized")
+                count = total
+            }
         }
     }
 
     /// Writes into a buffer sized beforehand by the `size` functions.
-    private struct Cursor {
-        let base: UnsafeMutablePointer<UInt8>
-        var written = 0
-        init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+    @usableFromInline struct Cursor {
+        @usableFromInline let base: UnsafeMutablePointer<UInt8>
+        @usableFromInline var written = 0
+        @inlinable init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
 
-        @inline(__always)
+        @inlinable @inline(__always)
         mutating func varint(_ value: UInt64) {
             written = ProtoWriter.putVarint(value, into: UnsafeMutableRawPointer(base), at: written)
         }
-        @inline(__always)
+        @inlinable @inline(__always)
         mutating func header(_ field: UInt32, _ length: Int) {
             varint(UInt64(field << 3 | ProtoWriter.wireLengthDelimited))
             varint(UInt64(length))
         }
-        @inline(__always)
+        @inlinable @inline(__always)
         mutating func varintField(_ field: UInt32, _ value: UInt64) {
             guard value != 0 else { return }
             varint(UInt64(field << 3 | ProtoWriter.wireVarint))
             varint(value)
         }
+        @inlinable
         mutating func string(_ field: UInt32, _ s: String) {
             var s = s
             s.withUTF8 { utf8 in
@@ -63,72 +86,91 @@ enum CartBodyWriter {
 
     // MARK: Sizes (of the message's own bytes, without its tag and length)
 
-    private static func stringFieldSize(_ field: UInt32, _ s: String) -> Int {
+    @inlinable
+    static func stringFieldSize(_ field: UInt32, _ s: String) -> Int {
         let n = s.utf8.count
         return n == 0 ? 0 : ProtoWriter.lengthDelimitedFieldSize(field, n)
     }
 
-    private static func messageFieldSize(_ field: UInt32, _ size: Int) -> Int {
+    @inlinable
+    static func messageFieldSize(_ field: UInt32, _ size: Int) -> Int {
         ProtoWriter.lengthDelimitedFieldSize(field, size)
     }
 
-    private static func size(_ m: Money) -> Int {
-        ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: m.minorUnits))
-            + stringFieldSize(MoneyField.currency, m.currency)
+    @inlinable
+    static func size(_ m: Money) -> Int {
+        moneySize(m.minorUnits, m.currency)
     }
 
-    private static func size(_ l: borrowing CartLine) -> Int {
+    @inlinable
+    static func moneySize(_ minorUnits: Int64, _ currency: String) -> Int {
+        ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits))
+            + stringFieldSize(MoneyField.currency, currency)
+    }
+
+    @inlinable
+    static func size<L: CartLineFields>(_ l: borrowing L) -> Int {
         var n = stringFieldSize(LineField.productUID, l.productUID) + stringFieldSize(LineField.name, l.name)
-        n += messageFieldSize(LineField.unitPrice, size(l.unitPrice))
+        n += messageFieldSize(LineField.unitPrice, moneySize(l.unitPriceMinorUnits, l.unitPriceCurrency))
         n += ProtoWriter.varintFieldSize(LineField.quantity, UInt64(l.quantity))
-        n += messageFieldSize(LineField.lineTotal, size(l.lineTotal))
+        n += messageFieldSize(LineField.lineTotal, moneySize(l.lineTotalMinorUnits, l.lineTotalCurrency))
         n += ProtoWriter.varintFieldSize(LineField.priceChanged, l.priceChanged ? 1 : 0)
-        if let p = l.previousPrice { n += messageFieldSize(LineField.previousPrice, size(p)) }
+        if let p = l.previousPriceMinorUnits { n += messageFieldSize(LineField.previousPrice, moneySize(p, l.previousPriceCurrency)) }
         n += ProtoWriter.varintFieldSize(LineField.outOfStock, l.outOfStock ? 1 : 0)
-        return n
-    }
-
-    private static func size(_ c: Cart) -> Int {
-        var n = stringFieldSize(CartField.storeUID, c.storeUID)
-        c.lines.withUnsafeBufferPointer { lines in
-            for i in lines.indices { n += messageFieldSize(CartField.lines, size(lines[i])) }
-        }
-        n += messageFieldSize(CartField.subtotal, size(c.subtotal))
-        n += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(c.itemCount))
-        n += stringFieldSize(CartField.currency, c.currency)
-        n += ProtoWriter.varintFieldSize(CartField.version, c.version)
         return n
     }
 
     // MARK: Writing
 
-    private static func write(_ field: UInt32, _ m: Money, _ w: inout Cursor) {
-        w.header(field, size(m))
-        w.varintField(MoneyField.minorUnits, UInt64(bitPattern: m.minorUnits))
-        w.string(MoneyField.currency, m.currency)
+    @inlinable
+    static func write(_ field: UInt32, _ m: Money, _ w: inout Cursor) {
+        writeMoney(field, m.minorUnits, m.currency, &w)
     }
 
-    private static func write(_ l: borrowing CartLine, _ w: inout Cursor) {
+    @inlinable
+    static func writeMoney(_ field: UInt32, _ minorUnits: Int64, _ currency: String, _ w: inout Cursor) {
+        w.header(field, moneySize(minorUnits, currency))
+        w.varintField(MoneyField.minorUnits, UInt64(bitPattern: minorUnits))
+        w.string(MoneyField.currency, currency)
+    }
+
+    @inlinable
+    static func write<L: CartLineFields>(_ l: borrowing L, _ w: inout Cursor) {
         w.header(CartField.lines, size(l))
         w.string(LineField.productUID, l.productUID)
         w.string(LineField.name, l.name)
-        write(LineField.unitPrice, l.unitPrice, &w)
+        writeMoney(LineField.unitPrice, l.unitPriceMinorUnits, l.unitPriceCurrency, &w)
         w.varintField(LineField.quantity, UInt64(l.quantity))
-        write(LineField.lineTotal, l.lineTotal, &w)
+        writeMoney(LineField.lineTotal, l.lineTotalMinorUnits, l.lineTotalCurrency, &w)
         w.varintField(LineField.priceChanged, l.priceChanged ? 1 : 0)
-        if let p = l.previousPrice { write(LineField.previousPrice, p, &w) }
+        if let p = l.previousPriceMinorUnits { writeMoney(LineField.previousPrice, p, l.previousPriceCurrency, &w) }
         w.varintField(LineField.outOfStock, l.outOfStock ? 1 : 0)
     }
+}
 
-    private static func write(_ c: Cart, _ w: inout Cursor) {
-        w.string(CartField.storeUID, c.storeUID)
-        // Borrowed from the buffer: `for l in c.lines` copied every line.
-        c.lines.withUnsafeBufferPointer { lines in
-            for i in lines.indices { write(lines[i], &w) }
-        }
-        write(CartField.subtotal, c.subtotal, &w)
-        w.varintField(CartField.itemCount, UInt64(c.itemCount))
-        w.string(CartField.currency, c.currency)
-        w.varintField(CartField.version, c.version)
-    }
+/// What the cart writer reads of a line: a `CartLine`, or a line a shard
+/// shows straight from its stored record and product (no `CartLine` built,
+/// whose strings were retained and released one by one).
+public protocol CartLineFields {
+    var productUID: String { get }
+    var name: String { get }
+    var unitPriceMinorUnits: Int64 { get }
+    var unitPriceCurrency: String { get }
+    var quantity: UInt32 { get }
+    var lineTotalMinorUnits: Int64 { get }
+    var lineTotalCurrency: String { get }
+    var priceChanged: Bool { get }
+    /// nil: no previous price is shown.
+    var previousPriceMinorUnits: Int64? { get }
+    var previousPriceCurrency: String { get }
+    var outOfStock: Bool { get }
+}
+
+extension CartLine: CartLineFields {
+    public var unitPriceMinorUnits: Int64 { unitPrice.minorUnits }
+    public var unitPriceCurrency: String { unitPrice.currency }
+    public var lineTotalMinorUnits: Int64 { lineTotal.minorUnits }
+    public var lineTotalCurrency: String { lineTotal.currency }
+    public var previousPriceMinorUnits: Int64? { previousPrice?.minorUnits }
+    public var previousPriceCurrency: String { previousPrice?.currency ?? "" }
 }

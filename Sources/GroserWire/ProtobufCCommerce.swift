@@ -280,6 +280,15 @@ extension BodyEncoder {
     /// The CartResponse body (the same message for GetCart and every mutation).
     public static func cart(_ v: Cart) -> [UInt8] { CartBodyWriter.cartResponse(v) }
 
+    /// The same body from a cart's parts, its lines in any `CartLineFields`
+    /// form: the bytes `cart(_:)` writes for the `Cart` of those parts.
+    @inlinable
+    public static func cart<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
+                                               currency: String, version: UInt64) -> [UInt8] {
+        CartBodyWriter.cartResponse(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount,
+                                    currency: currency, version: version)
+    }
+
     /// The same body through protobuf-c: what `cart(_:)` is checked against.
     static func cartThroughProtobufC(_ v: Cart) -> [UInt8] {
         let arena = Arena()

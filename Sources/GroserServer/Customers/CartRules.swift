@@ -117,12 +117,22 @@ public struct CartRules: Sendable {
     /// The cart as the customer sees it: current prices, changed lines
     /// marked, totals in checked arithmetic. Products no longer sold are left out.
     public func view(_ cart: StoredCart, storeUID: String, _ lookup: Lookup) throws(Refusal) -> Cart {
-        var lines: [CartLine] = []
+        let shown = try self.shown(cart, storeUID: storeUID, lookup)
+        return Cart(storeUID: storeUID, lines: shown.lines.map(CartLine.init), subtotal: shown.subtotal,
+                    itemCount: shown.itemCount, currency: shown.currency, version: shown.version)
+    }
+
+    /// `view`, with each line as its stored record and its product: what
+    /// `view` builds its lines from, and what a shard encodes its answer
+    /// from directly (`ShownCart.body`).
+    public func shown(_ cart: StoredCart, storeUID: String, _ lookup: Lookup) throws(Refusal) -> ShownCart {
+        var lines: [ShownLine] = []
         lines.reserveCapacity(cart.lines.count)
         var subtotal: Int64 = 0
         var items: UInt32 = 0
         var currency: String?
-        for r in cart.lines {
+        for i in cart.lines.indices {
+            let r = cart.lines[i]
             guard let p = lookup(r.productUID) else { continue }
             if currency == nil { currency = p.price.currency }
             guard currency == p.price.currency else {
@@ -137,16 +147,11 @@ public struct CartRules: Sendable {
                 throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
             }
             items = count
-            let changed = r.seenPriceMinorUnits != p.price.minorUnits
-            lines.append(CartLine(
-                productUID: p.uid, name: p.name, unitPrice: p.price, quantity: r.quantity,
-                lineTotal: Money(minorUnits: total, currency: p.price.currency), priceChanged: changed,
-                previousPrice: changed ? Money(minorUnits: r.seenPriceMinorUnits, currency: p.price.currency) : nil,
-                outOfStock: p.stock == 0))
+            lines.append(ShownLine(record: r, product: p, total: total))
         }
         let c = currency ?? defaultCurrency
-        return Cart(storeUID: storeUID, lines: lines, subtotal: Money(minorUnits: subtotal, currency: c),
-                    itemCount: items, currency: c, version: cart.version)
+        return ShownCart(storeUID: storeUID, lines: lines, subtotal: Money(minorUnits: subtotal, currency: c),
+                         itemCount: items, currency: c, version: cart.version)
     }
 
     /// Showing a cart shows its new prices: from then on they are the ones
@@ -243,3 +248,64 @@ public struct CartRules: Sendable {
 }
 
 func clip(_ s: String) -> String { s.count <= 64 ? s : String(s.prefix(64)) + "…" }
+
+/// One line of a cart as shown: the product as the catalog has it now,
+/// and what the stored line says (the quantity, the price the customer saw).
+/// Its fields are read once from the product, so the writer's two passes
+/// read stored properties only.
+public struct ShownLine: Sendable, CartLineFields {
+    public let productUID: String
+    public let name: String
+    public let unitPriceMinorUnits: Int64
+    public let currency: String
+    public let quantity: UInt32
+    /// The price times the quantity.
+    public let total: Int64
+    public let seenPriceMinorUnits: Int64
+    public let outOfStock: Bool
+
+    init(record r: borrowing CartLineRecord, product p: borrowing ProductRecord, total: Int64) {
+        productUID = p.uid
+        name = p.name
+        let price = p.price
+        unitPriceMinorUnits = price.minorUnits
+        currency = price.currency
+        quantity = r.quantity
+        self.total = total
+        seenPriceMinorUnits = r.seenPriceMinorUnits
+        outOfStock = p.stock == 0
+    }
+
+    public var unitPriceCurrency: String { currency }
+    public var lineTotalMinorUnits: Int64 { total }
+    public var lineTotalCurrency: String { currency }
+    public var priceChanged: Bool { seenPriceMinorUnits != unitPriceMinorUnits }
+    public var previousPriceMinorUnits: Int64? { priceChanged ? seenPriceMinorUnits : nil }
+    public var previousPriceCurrency: String { currency }
+}
+
+extension CartLine {
+    init(_ l: ShownLine) {
+        self.init(productUID: l.productUID, name: l.name, unitPrice: Money(minorUnits: l.unitPriceMinorUnits, currency: l.currency),
+                  quantity: l.quantity, lineTotal: Money(minorUnits: l.total, currency: l.currency), priceChanged: l.priceChanged,
+                  previousPrice: l.previousPriceMinorUnits.map { Money(minorUnits: $0, currency: l.currency) },
+                  outOfStock: l.outOfStock)
+    }
+}
+
+/// A cart as `CartRules.shown` shows it.
+public struct ShownCart: Sendable {
+    public var storeUID: String
+    public var lines: [ShownLine]
+    public var subtotal: Money
+    public var itemCount: UInt32
+    public var currency: String
+    public var version: UInt64
+
+    /// The CartResponse body: the bytes `BodyEncoder.cart(_:)` writes for
+    /// this cart's `view`, without building it.
+    public var body: [UInt8] {
+        BodyEncoder.cart(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount,
+                         currency: currency, version: version)
+    }
+}

@@ -603,7 +603,8 @@ final class CustomerShard: @unchecked Sendable {
         // Lines of products the catalog no longer has go with the next change.
         next.lines.removeAll { look($0.productUID) == nil }
         next.version = cart.version + 1
-        let body = BodyEncoder.cart(try context.rules.view(next, storeUID: m.storeUID, look))
+        // Encoded from the stored lines and their products: no `Cart` built.
+        let body = try context.rules.shown(next, storeUID: m.storeUID, look).body
         try checkLookups()
         save(next, key: holderKey, storeUID: m.storeUID, now, &batch)
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
