@@ -436,7 +436,7 @@ final class EventLoop: @unchecked Sendable {
         // job, its request's strings, showed in the profile).
         let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
                               receivedAt: receivedAt, reply: reply, connection: connection.token)
-        guard commits.submit(job, sessionKeys: &connection.sessionKeys) else {
+        guard commits.submit(consume job, sessionKeys: &connection.sessionKeys) else {
             ResponseFrameWriter.appendStatus(id: id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
             return false
         }

@@ -80,9 +80,9 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
     /// The key's 32 bytes.
     var digest: [UInt8] { withUnsafeBytes(of: words) { Array($0) } }
 
-    /// Appends the key's 32 bytes.
-    func appendDigest(to out: inout [UInt8]) {
-        withUnsafeBytes(of: words) { out.append(contentsOf: $0) }
+    /// `body` over the key's 32 bytes.
+    func withDigest<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        withUnsafeBytes(of: words, body)
     }
 
     /// 64 lower-case hex digits: how SQLite's tables hold the key.

@@ -73,7 +73,7 @@ final class CommitQueue: Sendable {
     func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if CustomerService.handles(job.request.method) {
             guard let customers else { return refuse(job, "This groserd keeps no carts.") }
-            return customers.submit(job, sessionKeys: &sessionKeys)
+            return customers.submit(consume job, sessionKeys: &sessionKeys)
         }
         guard ImportService.handles(job.request.method) else { return queue.put(job) }
         guard let imports else { return refuse(job, "This groserd's store does not take catalog imports.") }

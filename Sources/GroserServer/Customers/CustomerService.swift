@@ -212,7 +212,7 @@ public final class CustomerService: Sendable {
     /// `sessionKeys` is the sending connection's: its last token's key.
     func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if AccountService.handles(job.request.method) { return accounts.submit(job) }
-        let (shard, routed) = route(job, &sessionKeys)
+        let (shard, routed) = route(consume job, &sessionKeys)
         return shard.submit(routed)
     }
 

@@ -259,12 +259,21 @@ public final class CustomerLog: @unchecked Sendable {
 
     static func appendFrame(_ record: CustomerRecord, to out: inout [UInt8]) {
         let start = out.count
-        out.append(contentsOf: [0, 0, 0, 0, 0, 0, 0, 0])
-        CustomerRecordCodec.encode(record, to: &out)
-        let length = out.count - start - headerBytes
-        let crc = out.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[(start + headerBytes)...])) }
-        withUnsafeBytes(of: UInt32(length).littleEndian) { b in for i in 0..<4 { out[start + i] = b[i] } }
-        withUnsafeBytes(of: crc.littleEndian) { b in for i in 0..<4 { out[start + 4 + i] = b[i] } }
+        // The header (length, CRC) is measured with the payload and
+        // written last, in place: one growth of `out` per record.
+        var size = CustomerRecordCodec.Measure()
+        CustomerRecordCodec.encode(record, &size)
+        let length = size.count
+        out.append(contentsOf: repeatElement(0, count: headerBytes + length))
+        out.withUnsafeMutableBytes { raw in
+            let frame = raw.baseAddress! + start
+            var w = CustomerRecordCodec.Write(base: frame + headerBytes)
+            CustomerRecordCodec.encode(record, &w)
+            precondition(w.at == length, "CustomerRecordCodec: \(w.at) bytes written, \(length) measured")
+            let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: frame + headerBytes, count: length))
+            frame.storeBytes(of: UInt32(length).littleEndian, as: UInt32.self)
+            frame.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
+        }
     }
 
     /// Bytes in the active segment.

@@ -177,42 +177,81 @@ public struct CustomerState: Sendable {
 ///     kind u8 = 8 sealed    key[32] owner[32]
 ///     kind u8 = 9 absorbed  owner[32] guest[32] at i64 fingerprint str field u32 body blob
 enum CustomerRecordCodec {
+    /// Appends the record's payload: measured first, then written in place
+    /// through a raw pointer (one growth of `out`), by the same `encode`
+    /// walk. Appending field by field cost about 1,300 instructions for a
+    /// cart record under callgrind, a generic append per field.
     static func encode(_ record: CustomerRecord, to out: inout [UInt8]) {
-        switch record {
-        case .session(let key, let at):
-            out.append(1); key32(key, &out); i64(at, &out)
-        case .cart(let key, let store, let cart, let at):
-            out.append(2); key32(key, &out); str(store, &out); u64(cart.version, &out); i64(at, &out)
-            u32(UInt32(cart.lines.count), &out)
-            for l in cart.lines { str(l.productUID, &out); u32(l.quantity, &out); i64(l.seenPriceMinorUnits, &out) }
-        case .answer(let key, let name, let a):
-            out.append(3); key32(key, &out); str(name, &out); i64(a.atUnix, &out); str(a.answer.fingerprint, &out)
-            u32(a.answer.field, &out); blob(a.answer.body, &out)
-        case .sessionRemoved(let key):
-            out.append(4); key32(key, &out)
-        case .active(let key, let at):
-            out.append(5); key32(key, &out); i64(at, &out)
-        case .account(let key, let a):
-            out.append(6); key32(key, &out); str(a.email, &out); str(a.name, &out); str(a.passwordHash, &out); i64(a.createdAtUnix, &out)
-        case .boundSession(let key, let owner, let at):
-            out.append(7); key32(key, &out); key32(owner, &out); i64(at, &out)
-        case .sealed(let key, let owner):
-            out.append(8); key32(key, &out); key32(owner, &out)
-        case .absorbed(let owner, let guest, let a):
-            out.append(9); key32(owner, &out); key32(guest, &out); i64(a.atUnix, &out); str(a.answer.fingerprint, &out)
-            u32(a.answer.field, &out); blob(a.answer.body, &out)
+        var size = Measure()
+        encode(record, &size)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: size.count))
+        out.withUnsafeMutableBytes { raw in
+            var w = Write(base: raw.baseAddress! + start)
+            encode(record, &w)
+            precondition(w.at == size.count, "CustomerRecordCodec: \(w.at) bytes written, \(size.count) measured")
         }
     }
 
-    private static func key32(_ k: SessionKey, _ out: inout [UInt8]) { k.appendDigest(to: &out) }
-    private static func u32(_ v: UInt32, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
-    private static func u64(_ v: UInt64, _ out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
-    private static func i64(_ v: Int64, _ out: inout [UInt8]) { u64(UInt64(bitPattern: v), &out) }
-    private static func str(_ s: String, _ out: inout [UInt8]) {
-        var s = s
-        s.withUTF8 { b in u32(UInt32(b.count), &out); out.append(contentsOf: b) }
+    static func encode<S: Sink>(_ record: CustomerRecord, _ out: inout S) {
+        switch record {
+        case .session(let key, let at):
+            out.byte(1); out.key(key); out.u64(UInt64(bitPattern: at))
+        case .cart(let key, let store, let cart, let at):
+            out.byte(2); out.key(key); out.str(store); out.u64(cart.version); out.u64(UInt64(bitPattern: at))
+            out.u32(UInt32(cart.lines.count))
+            for i in cart.lines.indices {
+                out.str(cart.lines[i].productUID); out.u32(cart.lines[i].quantity)
+                out.u64(UInt64(bitPattern: cart.lines[i].seenPriceMinorUnits))
+            }
+        case .answer(let key, let name, let a):
+            out.byte(3); out.key(key); out.str(name); out.u64(UInt64(bitPattern: a.atUnix)); out.str(a.answer.fingerprint)
+            out.u32(a.answer.field); out.blob(a.answer.body)
+        case .sessionRemoved(let key):
+            out.byte(4); out.key(key)
+        case .active(let key, let at):
+            out.byte(5); out.key(key); out.u64(UInt64(bitPattern: at))
+        case .account(let key, let a):
+            out.byte(6); out.key(key); out.str(a.email); out.str(a.name); out.str(a.passwordHash)
+            out.u64(UInt64(bitPattern: a.createdAtUnix))
+        case .boundSession(let key, let owner, let at):
+            out.byte(7); out.key(key); out.key(owner); out.u64(UInt64(bitPattern: at))
+        case .sealed(let key, let owner):
+            out.byte(8); out.key(key); out.key(owner)
+        case .absorbed(let owner, let guest, let a):
+            out.byte(9); out.key(owner); out.key(guest); out.u64(UInt64(bitPattern: a.atUnix)); out.str(a.answer.fingerprint)
+            out.u32(a.answer.field); out.blob(a.answer.body)
+        }
     }
-    private static func blob(_ b: [UInt8], _ out: inout [UInt8]) { u32(UInt32(b.count), &out); out.append(contentsOf: b) }
+
+    /// Where `encode` puts a record: its size, or its bytes.
+    protocol Sink {
+        mutating func byte(_ v: UInt8)
+        mutating func u32(_ v: UInt32)
+        mutating func u64(_ v: UInt64)
+        mutating func bytes(_ b: UnsafeRawBufferPointer)
+    }
+
+    struct Measure: Sink {
+        var count = 0
+        mutating func byte(_ v: UInt8) { count += 1 }
+        mutating func u32(_ v: UInt32) { count += 4 }
+        mutating func u64(_ v: UInt64) { count += 8 }
+        mutating func bytes(_ b: UnsafeRawBufferPointer) { count += b.count }
+    }
+
+    struct Write: Sink {
+        let base: UnsafeMutableRawPointer
+        var at = 0
+        mutating func byte(_ v: UInt8) { base.storeBytes(of: v, toByteOffset: at, as: UInt8.self); at += 1 }
+        mutating func u32(_ v: UInt32) { base.storeBytes(of: v.littleEndian, toByteOffset: at, as: UInt32.self); at += 4 }
+        mutating func u64(_ v: UInt64) { base.storeBytes(of: v.littleEndian, toByteOffset: at, as: UInt64.self); at += 8 }
+        mutating func bytes(_ b: UnsafeRawBufferPointer) {
+            guard let source = b.baseAddress, b.count > 0 else { return }
+            (base + at).copyMemory(from: source, byteCount: b.count)
+            at += b.count
+        }
+    }
 
     /// Decodes one record's payload; nil when it is malformed (which a
     /// good checksum makes a bug or a foreign file, not a torn write).
@@ -289,5 +328,19 @@ enum CustomerRecordCodec {
             return String(decoding: b, as: UTF8.self)
         }
         mutating func blob() -> [UInt8]? { bytes().map { Array($0) } }
+    }
+}
+
+extension CustomerRecordCodec.Sink {
+    mutating func key(_ k: SessionKey) { k.withDigest { bytes($0) } }
+    /// A u32 length, then the UTF-8 bytes.
+    mutating func str(_ s: String) {
+        var s = s
+        s.withUTF8 { b in u32(UInt32(b.count)); bytes(UnsafeRawBufferPointer(b)) }
+    }
+    /// A u32 length, then the bytes.
+    mutating func blob(_ b: [UInt8]) {
+        u32(UInt32(b.count))
+        b.withUnsafeBytes { bytes($0) }
     }
 }
