@@ -325,13 +325,13 @@ final class CustomerShard: @unchecked Sendable {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
                     for i in jobs.indices {
-                        outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
+                        outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
                         stepAnswers.append(batch.stepAnswer.take())
                     }
                 }
             } else {
                 for i in jobs.indices {
-                    outcomes.append(handle(jobs[i], catalog, now, &batch, nil))
+                    outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, nil))
                     stepAnswers.append(batch.stepAnswer.take())
                 }
             }
@@ -386,7 +386,7 @@ final class CustomerShard: @unchecked Sendable {
                 // naming one product, on every host, behind each commit.
                 let tx: (any CommerceTransaction)? = needsDatabase ? shared.transaction : nil
                 for i in jobs.indices {
-                    outcomes.append(handle(jobs[i], catalog, now, &batch, tx))
+                    outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
                     stepAnswers.append(batch.stepAnswer.take())
                 }
                 try shared.commit(batch.records, state: state, answerCutoff: answerCutoff)
@@ -420,9 +420,12 @@ final class CustomerShard: @unchecked Sendable {
         batch = Batch()
     }
 
-    private func handle(_ j: borrowing ShardJob, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
+    /// Answers one request of the batch. The job is read in place through
+    /// its pointer: passed as a value (even `borrowing`, out of the buffer)
+    /// it was copied whole, about 480 instructions a request.
+    private func handle(_ j: UnsafePointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
                         _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
-        if let call = j.step {
+        if let call = j.pointee.step {
             // Steps never expire: a login that sealed a guest finishes its merge.
             do {
                 batch.stepAnswer = try runStep(call.step, now, &batch)
@@ -432,13 +435,13 @@ final class CustomerShard: @unchecked Sendable {
             }
         }
         var expired: [UInt8] = []
-        if RequestHandler.expired(j.job.request, receivedAt: j.job.receivedAt, into: &expired) {
+        if RequestHandler.expired(j.pointee.job.request, receivedAt: j.pointee.job.receivedAt, into: &expired) {
             return .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
         }
         lookupFailure = nil
         do {
             // A request changes the state only once nothing can refuse it.
-            return try run(j.job.request.method, key: j.key, catalog, now, &batch, tx)
+            return try run(j.pointee.job.request.method, key: j.pointee.key, catalog, now, &batch, tx)
         } catch let refusal as Refusal {
             if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
             return .failed(refusal.status)
@@ -590,13 +593,21 @@ final class CustomerShard: @unchecked Sendable {
                         change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
         // the state changes below, made the carts dictionary copy on write.
-        let (key, holderKey) = try cartHolderKeys(key)
+        // The holder's place in the sessions and its cart's place in its
+        // carts are found once, and the change is saved there (each lookup
+        // hashed the key or the store's uid again): nothing is added to or
+        // removed from either before `save`.
+        let (key, holderKey, holder) = try cartHolderIndex(key)
         try checkStore(m.storeUID, catalog)
         // Only a request with an idempotency key needs its fingerprint (the
         // string building showed in the profile of keyless adds).
         let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
         if let replay = try replay(key, m.idempotencyKey, print, now) { return replay }
-        let cart = withSession(holderKey) { $0.carts[m.storeUID] ?? StoredCart() } ?? StoredCart()
+        let (place, found) = withSession(at: holder) { s in
+            let c = s.carts.index(forKey: m.storeUID)
+            return (c, c.map { s.carts.values[$0] })
+        }
+        let cart = found ?? StoredCart()
         try context.rules.checkVersion(cart, expected: m.expectedVersion)
         let look = lookup(tx)
         var next = try change(cart, look)
@@ -606,14 +617,25 @@ final class CustomerShard: @unchecked Sendable {
         // Encoded from the stored lines and their products: no `Cart` built.
         let body = try context.rules.shown(next, storeUID: m.storeUID, look).body
         try checkLookups()
-        save(next, key: holderKey, storeUID: m.storeUID, now, &batch)
+        save(next, key: holderKey, storeUID: m.storeUID, now, &batch, at: (holder, place))
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
     }
 
     /// Stores a session's cart for `storeUID`, in place, undoably.
-    private func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch) {
+    private func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch,
+                      at place: (session: SessionIndex, cart: Dictionary<String, StoredCart>.Index?)? = nil) {
         batch.records.append(.cart(key, storeUID: storeUID, cart, atUnix: now))
+        if let place {
+            let (old, lastActive) = withSession(at: place.session) { s in
+                defer { s.lastActiveUnix = now }
+                guard let c = place.cart else { return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix) }
+                var replaced = cart
+                swap(&replaced, &s.carts.values[c])
+                return (Optional(replaced), s.lastActiveUnix)
+            }
+            return batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
+        }
         let replaced = withSession(key) { s in
             defer { s.lastActiveUnix = now }
             return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix)
@@ -732,27 +754,43 @@ final class CustomerShard: @unchecked Sendable {
     /// session, the account entry that owns it. Read in place: a copy of the
     /// session retains (and then releases) its dictionaries.
     private func checkSessionKey(_ key: SessionKey?) throws(Refusal) -> (key: SessionKey, owner: SessionKey?) {
+        let (key, owner, _) = try checkSession(key)
+        return (key, owner)
+    }
+
+    /// `checkSessionKey`, with where the session lies in `state.sessions`.
+    private func checkSession(_ key: SessionKey?) throws(Refusal) -> (key: SessionKey, owner: SessionKey?, index: SessionIndex) {
         guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
         // An account's own entry is no session (no token hashes to its key).
-        guard let (isAccount, sealed, owner) = withSession(key, { ($0.account != nil, $0.sealedInto != nil, $0.owner) }),
-              !isAccount else {
+        guard let i = state.sessions.index(forKey: key) else {
             throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
         }
+        let (isAccount, sealed, owner) = withSession(at: i) { ($0.account != nil, $0.sealedInto != nil, $0.owner) }
+        guard !isAccount else { throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.") }
         if sealed {
             throw Refusal(.failedPrecondition, "This session is being merged into an account by a login; use the session the login answers.")
         }
-        return (key, owner)
+        return (key, owner, i)
     }
+
+    typealias SessionIndex = Dictionary<SessionKey, SessionState>.Index
 
     /// The request's session, and the entry that holds its carts and
     /// orders: the session itself, or for a logged-in session its account.
     private func cartHolderKeys(_ key: SessionKey?) throws(Refusal) -> (session: SessionKey, holder: SessionKey) {
-        let (key, owner) = try checkSessionKey(key)
-        guard let owner else { return (key, key) }
-        guard withSession(owner, { $0.account != nil }) == true else {
+        let (key, holder, _) = try cartHolderIndex(key)
+        return (key, holder)
+    }
+
+    /// `cartHolderKeys`, with where the holder lies in `state.sessions`:
+    /// valid until an entry is added to or removed from it.
+    private func cartHolderIndex(_ key: SessionKey?) throws(Refusal) -> (session: SessionKey, holder: SessionKey, index: SessionIndex) {
+        let (key, owner, i) = try checkSession(key)
+        guard let owner else { return (key, key, i) }
+        guard let o = state.sessions.index(forKey: owner), withSession(at: o, { $0.account != nil }) else {
             throw Refusal(.unauthenticated, "The session's account is gone; log in again.")
         }
-        return (key, owner)
+        return (key, owner, o)
     }
 
     /// `cartHolderKeys` with copies of both entries.
@@ -775,6 +813,13 @@ final class CustomerShard: @unchecked Sendable {
     private func withSession<R>(_ key: SessionKey, _ body: (inout SessionState) -> R) -> R? {
         guard let i = state.sessions.index(forKey: key) else { return nil }
         return body(&state.sessions.values[i])
+    }
+
+    /// `body` on the session at `i` in place (an index from `checkSession`
+    /// or `cartHolderIndex`, taken since nothing was added or removed).
+    @inline(__always)
+    private func withSession<R>(at i: SessionIndex, _ body: (inout SessionState) -> R) -> R {
+        body(&state.sessions.values[i])
     }
 
     private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
