@@ -28,6 +28,16 @@ enum CartBodyWriter {
     @inlinable
     static func cartResponse<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
                                                 currency: String, version: UInt64) -> [UInt8] {
+        cartResponse(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount, currency: currency,
+                     version: version, frame: nil)
+    }
+
+    /// The body alone, or with `frame` the whole OK response frame around
+    /// it (one allocation of the exact size, the body written in place).
+    @inlinable
+    static func cartResponse<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
+                                                currency: String, version: UInt64,
+                                                frame: (id: UInt64, field: MethodField)?) -> [UInt8] {
         lines.withUnsafeBufferPointer { lines in
             var cartSize = stringFieldSize(CartField.storeUID, storeUID)
             for i in lines.indices { cartSize += messageFieldSize(CartField.lines, size(lines[i])) }
@@ -35,9 +45,14 @@ enum CartBodyWriter {
             cartSize += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(itemCount))
             cartSize += stringFieldSize(CartField.currency, currency)
             cartSize += ProtoWriter.varintFieldSize(CartField.version, version)
-            let total = ProtoWriter.lengthDelimitedFieldSize(responseCart, cartSize)
+            let bodySize = ProtoWriter.lengthDelimitedFieldSize(responseCart, cartSize)
+            let total = frame.map { ResponseFrameWriter.okFrameSize(id: $0.id, field: $0.field, bodyLength: bodySize) } ?? bodySize
             return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
                 var w = Cursor(buffer.baseAddress!)
+                if let frame {
+                    w.written = ResponseFrameWriter.writeOKHeader(id: frame.id, field: frame.field, bodyLength: bodySize,
+                                                                  into: UnsafeMutableRawPointer(buffer.baseAddress!))
+                }
                 w.header(responseCart, cartSize)
                 w.string(CartField.storeUID, storeUID)
                 for i in lines.indices { write(lines[i], &w) }

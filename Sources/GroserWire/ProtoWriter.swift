@@ -171,25 +171,31 @@ public enum ResponseFrameWriter {
     static func appendOK(id: UInt64, field: MethodField, body: UnsafeRawBufferPointer, suffix: UnsafeRawBufferPointer,
                          to out: inout [UInt8]) {
         let bodyCount = body.count + suffix.count
-        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
-        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyCount)) + bodyCount
-        let length = UInt32(truncatingIfNeeded: idSize + bodySize)
         // At most 4 (length) + 11 (id) + 5 (tag) + 10 (body length) bytes.
         var scratch: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         let headerSize = withUnsafeMutableBytes(of: &scratch) { raw -> Int in
-            let p = raw.baseAddress!
-            p.storeBytes(of: length.bigEndian, as: UInt32.self)
-            var i = Framing.headerSize
-            if id != 0 {
-                i = ProtoWriter.putVarint(UInt64(idField << 3 | ProtoWriter.wireVarint), into: p, at: i)
-                i = ProtoWriter.putVarint(id, into: p, at: i)
-            }
-            i = ProtoWriter.putVarint(UInt64(field.rawValue << 3 | ProtoWriter.wireLengthDelimited), into: p, at: i)
-            return ProtoWriter.putVarint(UInt64(bodyCount), into: p, at: i)
+            writeOKHeader(id: id, field: field, bodyLength: bodyCount, into: raw.baseAddress!)
         }
         withUnsafeBytes(of: &scratch) { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[0..<headerSize])) }
         out.append(contentsOf: body)
         if !suffix.isEmpty { out.append(contentsOf: suffix) }
+    }
+
+    /// Writes everything of an OK response up to its body of `bodyLength`
+    /// bytes at `p` (at most 30 bytes); returns how many it wrote.
+    @inlinable
+    static func writeOKHeader(id: UInt64, field: MethodField, bodyLength: Int, into p: UnsafeMutableRawPointer) -> Int {
+        let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
+        let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyLength)) + bodyLength
+        let length = UInt32(truncatingIfNeeded: idSize + bodySize)
+        p.storeBytes(of: length.bigEndian, as: UInt32.self)
+        var i = Framing.headerSize
+        if id != 0 {
+            i = ProtoWriter.putVarint(UInt64(idField << 3 | ProtoWriter.wireVarint), into: p, at: i)
+            i = ProtoWriter.putVarint(id, into: p, at: i)
+        }
+        i = ProtoWriter.putVarint(UInt64(field.rawValue << 3 | ProtoWriter.wireLengthDelimited), into: p, at: i)
+        return ProtoWriter.putVarint(UInt64(bodyLength), into: p, at: i)
     }
 
     /// Appends the start of an OK response whose body of `bodyLength` bytes

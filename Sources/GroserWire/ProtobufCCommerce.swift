@@ -289,6 +289,15 @@ extension BodyEncoder {
                                     currency: currency, version: version)
     }
 
+    /// The whole OK response frame (request `id`, method `field`) around
+    /// that body, in one allocation: for an answer that goes out alone.
+    @inlinable
+    public static func cartFrame<L: CartLineFields>(id: UInt64, field: MethodField, storeUID: String, lines: [L], subtotal: Money,
+                                                    itemCount: UInt32, currency: String, version: UInt64) -> [UInt8] {
+        CartBodyWriter.cartResponse(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount,
+                                    currency: currency, version: version, frame: (id, field))
+    }
+
     /// The same body through protobuf-c: what `cart(_:)` is checked against.
     static func cartThroughProtobufC(_ v: Cart) -> [UInt8] {
         let arena = Arena()

@@ -53,6 +53,12 @@ struct CartAnswerTests {
                 answered += 1
                 #expect(s.body == BodyEncoder.cart(v), "seed \(seed): \(v)")
                 if s.body != BodyEncoder.cart(v) { return }
+                // A running shard sends the whole frame, written around the
+                // body in one allocation: the frame okFrame makes of the body.
+                let id: UInt64 = g.pick([0, 1, 127, 128, 1 << 35, UInt64.max])
+                let field: MethodField = g.pick([.addItem, .setQuantity, .removeItem, .clearCart])
+                #expect(s.frame(id: id, field: field) == ResponseFrameWriter.okFrame(id: id, field: field, body: s.body),
+                        "seed \(seed), id \(id)")
             case (.failure(let a), .failure(let b)):
                 refusedAlike += 1
                 #expect(a.status == b.status, "seed \(seed)")

@@ -308,4 +308,11 @@ public struct ShownCart: Sendable {
         BodyEncoder.cart(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount,
                          currency: currency, version: version)
     }
+
+    /// The whole OK response frame with `body`, for request `id` of
+    /// method `field`, in one allocation.
+    public func frame(id: UInt64, field: MethodField) -> [UInt8] {
+        BodyEncoder.cartFrame(id: id, field: field, storeUID: storeUID, lines: lines, subtotal: subtotal,
+                              itemCount: itemCount, currency: currency, version: version)
+    }
 }

@@ -189,9 +189,9 @@ final class CustomerShard: @unchecked Sendable {
             let closed = jobs.withUnsafeBufferPointer { b in b.indices.contains { b[$0].job.connection?.isClosed == true } }
             if closed {
                 let wanted = jobs.filter { $0.job.connection?.isClosed != true }
-                if !wanted.isEmpty { process(wanted) }
+                if !wanted.isEmpty { process(wanted, bodiesWanted: false) }
             } else {
-                process(jobs)
+                process(jobs, bodiesWanted: false)
             }
             // Its jobs are destroyed now, on this thread; its room is used again.
             queue.recycle(consume jobs)
@@ -210,8 +210,17 @@ final class CustomerShard: @unchecked Sendable {
         var undo: [Undo] = []
         var records: [CustomerRecord] = []
         var soldOut = false
-        /// The answer of the account step being run.
-        var stepAnswer: AccountStepAnswer?
+        /// What the request being run answers besides its outcome.
+        var side: SideAnswer?
+    }
+
+    /// A request's answer beyond its `CommerceOutcome`: an account step's
+    /// answer, or a cart mutation's whole response frame, written in one
+    /// allocation with its body (its outcome then carries no body). Kept
+    /// beside the outcomes, so a batch that fails drops them with them.
+    enum SideAnswer {
+        case step(AccountStepAnswer)
+        case frame([UInt8])
     }
 
     /// What a change replaced.
@@ -246,10 +255,12 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     @discardableResult
-    func process(_ jobs: [ShardJob]) -> [CommerceOutcome] {
+    func process(_ jobs: [ShardJob], bodiesWanted: Bool = true) -> [CommerceOutcome] {
+        // (Read by `mutate`; see `bodiesWanted`.)
+        self.bodiesWanted = bodiesWanted
         // Through the buffer: `jobs[i]` of an Array copied the whole job
         // (and destroyed it) at each use; a buffer's element is borrowed.
-        jobs.withUnsafeBufferPointer { process($0) }
+        return jobs.withUnsafeBufferPointer { process($0) }
     }
 
     private func process(_ jobs: UnsafeBufferPointer<ShardJob>) -> [CommerceOutcome] {
@@ -264,7 +275,7 @@ final class CustomerShard: @unchecked Sendable {
         batch.undo.reserveCapacity(jobs.count)
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
-        var stepAnswers: [AccountStepAnswer?] = []
+        var stepAnswers: [SideAnswer?] = []
         if let shared {
             runShared(jobs, shared, catalog, now, &batch, &outcomes, &stepAnswers)
         } else {
@@ -289,9 +300,18 @@ final class CustomerShard: @unchecked Sendable {
             let outcome = outcomes[i]
             if let call = jobs[i].step {
                 switch outcome {
-                case .ok: call.done(stepAnswers[i].map { .answer($0) } ?? .failed(Status(.internal, "An account step gave no answer.")))
+                case .ok:
+                    guard case .step(let answer)? = stepAnswers[i] else {
+                        call.done(.failed(Status(.internal, "An account step gave no answer.")))
+                        continue
+                    }
+                    call.done(.answer(answer))
                 case .failed(let status): call.done(.failed(status))
                 }
+                continue
+            }
+            if case .ok = outcome, case .frame(let frame)? = stepAnswers[i] {
+                jobs[i].job.reply(frame)
                 continue
             }
             let id = jobs[i].job.request.id
@@ -319,20 +339,20 @@ final class CustomerShard: @unchecked Sendable {
     /// (checkouts in one transaction of the catalog's database), then the
     /// records appended with one fdatasync.
     private func runLogged(_ jobs: UnsafeBufferPointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
-                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
         let needsDatabase = Self.needsDatabase(jobs)
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
                     for i in jobs.indices {
                         outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
-                        stepAnswers.append(batch.stepAnswer.take())
+                        stepAnswers.append(batch.side.take())
                     }
                 }
             } else {
                 for i in jobs.indices {
                     outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, nil))
-                    stepAnswers.append(batch.stepAnswer.take())
+                    stepAnswers.append(batch.side.take())
                 }
             }
             if !batch.records.isEmpty {
@@ -365,7 +385,7 @@ final class CustomerShard: @unchecked Sendable {
     /// the records and commits; run again when another host won a race.
     private func runShared(_ jobs: UnsafeBufferPointer<ShardJob>, _ shared: any SharedCustomerStore, _ catalog: EncodedCatalog,
                            _ now: Int64, _ batch: inout Batch,
-                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
         var keys: [SessionKey] = []
         var answers: [(SessionKey, String)] = []
         for i in jobs.indices {
@@ -387,7 +407,7 @@ final class CustomerShard: @unchecked Sendable {
                 let tx: (any CommerceTransaction)? = needsDatabase ? shared.transaction : nil
                 for i in jobs.indices {
                     outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
-                    stepAnswers.append(batch.stepAnswer.take())
+                    stepAnswers.append(batch.side.take())
                 }
                 try shared.commit(batch.records, state: state, answerCutoff: answerCutoff)
                 context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
@@ -411,7 +431,7 @@ final class CustomerShard: @unchecked Sendable {
     /// Answers every request of a batch that could not be made durable
     /// UNAVAILABLE, and undoes what it changed in memory.
     private func failAll(_ jobs: UnsafeBufferPointer<ShardJob>, _ error: any Error, _ batch: inout Batch,
-                         _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [AccountStepAnswer?]) {
+                         _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
         context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
         let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error)); nothing was changed. Try again later."))
         outcomes = jobs.map { _ in failed }
@@ -428,7 +448,7 @@ final class CustomerShard: @unchecked Sendable {
         if let call = j.pointee.step {
             // Steps never expire: a login that sealed a guest finishes its merge.
             do {
-                batch.stepAnswer = try runStep(call.step, now, &batch)
+                batch.side = .step(try runStep(call.step, now, &batch))
                 return .ok(.login, [])
             } catch {
                 return .failed(error.status)
@@ -441,7 +461,7 @@ final class CustomerShard: @unchecked Sendable {
         lookupFailure = nil
         do {
             // A request changes the state only once nothing can refuse it.
-            return try run(j.pointee.job.request.method, key: j.pointee.key, catalog, now, &batch, tx)
+            return try run(j.pointee.job.request.method, id: j.pointee.job.request.id, key: j.pointee.key, catalog, now, &batch, tx)
         } catch let refusal as Refusal {
             if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
             return .failed(refusal.status)
@@ -503,7 +523,7 @@ final class CustomerShard: @unchecked Sendable {
         if let failure = lookupFailure { throw failure }
     }
 
-    private func run(_ method: RequestMethod, key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
+    private func run(_ method: RequestMethod, id: UInt64, key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
                      _ batch: inout Batch, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
         if let refusal = FieldLimits.violation(in: method) { throw refusal }
         let rules = context.rules
@@ -544,19 +564,19 @@ final class CustomerShard: @unchecked Sendable {
             return .ok(.getCart, BodyEncoder.cart(shown))
 
         case .addItem(let m, let product, let quantity):
-            return try mutate(.addItem, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
+            return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
                 try rules.add(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .setQuantity(let m, let product, let quantity):
-            return try mutate(.setQuantity, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
+            return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
                 try rules.setQuantity(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .removeItem(let m, let product):
-            return try mutate(.removeItem, m, fingerprint: "remove|\(product)", key, catalog, now, &batch, tx) { cart, _ throws(Refusal) in
+            return try mutate(.removeItem, id, m, fingerprint: "remove|\(product)", key, catalog, now, &batch, tx) { cart, _ throws(Refusal) in
                 try rules.remove(cart, product: product)
             }
         case .clearCart(let m):
-            return try mutate(.clearCart, m, fingerprint: "clear", key, catalog, now, &batch, tx) { cart, _ in rules.clear(cart) }
+            return try mutate(.clearCart, id, m, fingerprint: "clear", key, catalog, now, &batch, tx) { cart, _ in rules.clear(cart) }
 
         case .checkout(let d):
             guard let tx else { throw Refusal(.internal, "Checkout reached a shard without the order store.") }
@@ -588,7 +608,7 @@ final class CustomerShard: @unchecked Sendable {
 
     /// The shared path of every cart mutation: session and store checks,
     /// idempotency, the version check, the change, the new version, the answer.
-    private func mutate(_ field: MethodField, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
+    private func mutate(_ field: MethodField, _ id: UInt64, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                         _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, _ tx: (any CommerceTransaction)?,
                         change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
@@ -615,9 +635,17 @@ final class CustomerShard: @unchecked Sendable {
         next.lines.removeAll { look($0.productUID) == nil }
         next.version = cart.version + 1
         // Encoded from the stored lines and their products: no `Cart` built.
-        let body = try context.rules.shown(next, storeUID: m.storeUID, look).body
+        let shown = try context.rules.shown(next, storeUID: m.storeUID, look)
         try checkLookups()
         save(next, key: holderKey, storeUID: m.storeUID, now, &batch, at: (holder, place))
+        if m.idempotencyKey.isEmpty && !bodiesWanted {
+            // The whole response frame at once, the body written in place:
+            // the body alone, then the frame around it, were two
+            // allocations and a copy (see SideAnswer).
+            batch.side = .frame(shown.frame(id: id, field: field))
+            return .ok(field, [])
+        }
+        let body = shown.body
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
     }
@@ -830,6 +858,11 @@ final class CustomerShard: @unchecked Sendable {
         guard catalog.stores[storeUID] != nil else { throw Refusal(.notFound, "No store has the uid \"\(clip(storeUID))\".") }
         knownStore = (storeUID, catalog.version)
     }
+
+    /// False while the shard's own thread runs a batch: the answers go out
+    /// as frames, and a keyless cart mutation's outcome carries no body
+    /// (its frame does). `CustomerService.answerNow` (tests) wants bodies.
+    @exclusivity(unchecked) private var bodiesWanted = true
 
     /// The last store `checkStore` found, and in which catalog version.
     @exclusivity(unchecked) private var knownStore: (uid: String, catalogVersion: UInt64) = ("", .max)
