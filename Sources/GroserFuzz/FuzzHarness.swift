@@ -219,12 +219,23 @@ public final class FuzzHarness {
         var problems: [String] = []
         var now: UInt64 = 1
 
-        /// The commit queue answers, newest first; the socket takes up to 61 bytes.
+        /// The commit queue answers, newest first, each delivered either into
+        /// the machine's own buffer or (as the event loop does) into the
+        /// loop's, offered to the socket, the rest kept; the socket takes up
+        /// to 61 bytes.
         func settle() {
             while let (slot, id) = responder.awaited.popLast() {
                 var frame: [UInt8] = []
                 ResponseFrameWriter.appendOK(id: id, field: .logout, body: [], to: &frame)
-                machine.answerArrived(slot: slot, frame: frame, &responder)
+                if rng.next() % 2 == 0 {
+                    machine.answerArrived(slot: slot, frame: frame, &responder)
+                } else {
+                    var out: [UInt8] = []
+                    machine.answerArrived(slot: slot, frame: frame, into: &out, &responder)
+                    let n = out.isEmpty ? 0 : min(Int(rng.next() % 61), out.count)
+                    written += out[0..<n]
+                    machine.keep(&out, written: n, now: now)
+                }
             }
             while machine.pendingOutputBytes > 0 {
                 let n = min(Int(rng.next() % 61) + 1, machine.pendingOutputBytes)

@@ -450,7 +450,10 @@ final class EventLoop: @unchecked Sendable {
     /// rather than into a buffer of the connection's own, allocated again
     /// after every write that emptied it.
     private func deliverAnswers() {
-        var answers = spareInbox
+        // Moved out of `spareInbox` (not copied: a shared buffer would be
+        // copied by the first shard to append to the inbox).
+        var answers: [InboxAnswer] = []
+        swap(&answers, &spareInbox)
         inbox.withLock { swap(&$0, &answers) }
         guard !answers.isEmpty else { return }
         answerTurn &+= 1

@@ -194,7 +194,7 @@ struct CommitQueueTests {
 
     /// A batch's array given back is emptied and reused: what it held is
     /// released (the shard's jobs hold connections and answers), and the
-    /// queue goes on in order with the room it had.
+    /// next batch is taken in the very same buffer, in order.
     @Test func aRecycledBatchIsEmptiedAndItsRoomReused() {
         final class Token: Sendable {}
         let queue = BlockingQueue<Token>()
@@ -205,15 +205,20 @@ struct CommitQueueTests {
             queue.put(t)
         }
         for _ in 0..<99 { queue.put(Token()) }
-        let batch = queue.take(upTo: 1000)
+        var batch = queue.take(upTo: 1000)
         #expect(batch.count == 100)
-        let room = batch.capacity
+        let buffer = batch.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
         queue.recycle(consume batch)
         #expect(first == nil, "the recycled batch still holds its elements")
+        // The queue's own array goes out with the next take; the one after
+        // that collects into the recycled buffer.
+        queue.put(Token())
+        _ = queue.take(upTo: 1000)
         let t = Token()
         queue.put(t)
-        let next = queue.take(upTo: 1000)
-        #expect(next.count == 1 && next[0] === t)
-        #expect(next.capacity >= room)
+        batch = queue.take(upTo: 1000)
+        #expect(batch.count == 1 && batch[0] === t)
+        #expect(batch.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == buffer,
+                "the next batch was not taken in the recycled buffer")
     }
 }

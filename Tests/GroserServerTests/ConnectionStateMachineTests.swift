@@ -306,6 +306,22 @@ struct ConnectionStateMachineTests {
         #expect(m.timeout(now: 131 * Self.second) == .idle)
     }
 
+    /// The loop's path for a shard's answer (into its buffer, then offered
+    /// to the socket): an answer that took long restarts the idle clock
+    /// when it goes out, as one written from the connection's buffer does.
+    @Test func anAnswerDeliveredThroughTheLoopsBufferRestartsTheIdleClock() {
+        var m = machine(idleTimeout: 30 * Self.second)
+        var r = Responder(awaited: [1])
+        var out: [UInt8] = []
+        feed(&m, requests([1]), now: Self.second, &r, into: &out)
+        m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), into: &out, &r)
+        // The socket takes it all at 100 s.
+        m.keep(&out, written: out.count, now: 100 * Self.second)
+        #expect(m.pendingOutputBytes == 0)
+        #expect(m.timeout(now: 129 * Self.second) == nil, "closed as idle right after its answer")
+        #expect(m.timeout(now: 131 * Self.second) == .idle)
+    }
+
     @Test func aCutOffDropsTheUnfinishedFrameAndSaysWhyOnce() {
         var m = machine()
         var r = Responder(awaited: [1])

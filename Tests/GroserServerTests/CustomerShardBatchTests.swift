@@ -58,16 +58,27 @@ struct CustomerShardBatchTests {
             .removeItem(mutation(""), productUID: products[0]),
             .clearCart(mutation("k3")),
         ]
+        // The frames the requests' callers get, as a running shard sends
+        // them (bodiesWanted: false: keyless adds go out as prebuilt frames).
+        let replies = Locked<[UInt64: [UInt8]]>([:])
         let jobs = methods.enumerated().map { i, method in
             ShardJob(job: CommerceJob(request: Request(id: UInt64(i + 1), method: method), caller: Caller(uid: nil),
-                                      receivedAt: monotonicNanoseconds()) { _ in },
+                                      receivedAt: monotonicNanoseconds()) { frame in
+                                          replies.withLock { $0[UInt64(i + 1)] = frame }
+                                      },
                      key: method == .openSession ? nil : key)
         }
-        let outcomes = customers.shards[0].process(jobs)
+        let outcomes = customers.shards[0].process(jobs, bodiesWanted: false)
         #expect(outcomes.count == methods.count)
         for outcome in outcomes {
             guard case .failed(let status) = outcome else { Issue.record("answered \(outcome) while the log was failing"); continue }
             #expect(status.code == .unavailable)
+        }
+        let sent = replies.withLock { $0 }
+        #expect(sent.count == methods.count, "every request is answered once")
+        for (id, frame) in sent {
+            let (answeredID, status) = frame.withUnsafeBytes { ResponseFramePeek.idAndStatus($0) }
+            #expect(answeredID == id && status == .unavailable, "request \(id) was answered \(status)")
         }
         log.failing = false
 

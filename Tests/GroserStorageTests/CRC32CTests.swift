@@ -23,9 +23,14 @@ struct CRC32CTests {
         }
     }
 
-    /// Every length and start offset up to a few words: the 8-byte steps
-    /// and the byte-wise tail agree with the table-driven form.
+    /// Every length up to 300 bytes at every start offset of a word: the
+    /// 8-byte steps and the byte-wise tail agree with the table-driven form.
     @Test func theInstructionAgreesWithTheTablesAtEveryLengthAndAlignment() {
+        #if arch(x86_64)
+        // Every x86-64 CPU since 2008 has it; without it this test would
+        // compare the tables with themselves.
+        #expect(CRC32C.hardware, "this CPU has no SSE 4.2 crc32: the instruction's path is not tested here")
+        #endif
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
         let bytes: [UInt8] = (0..<300).map { _ in
             seed = seed &* 6364136223846793005 &+ 1442695040888963407
@@ -33,7 +38,7 @@ struct CRC32CTests {
         }
         bytes.withUnsafeBytes { all in
             for start in 0..<9 {
-                for length in 0...(all.count - start) where length < 40 || length % 37 == 0 {
+                for length in 0...(all.count - start) {
                     let slice = UnsafeRawBufferPointer(rebasing: all[start..<(start + length)])
                     #expect(CRC32C.checksum(slice) == CRC32C.software(slice), "start \(start), length \(length)")
                 }

@@ -298,6 +298,9 @@ public struct ConnectionStateMachine {
     /// took `written` bytes; the rest is kept (the buffer swapped in, not
     /// copied, when nothing was owed before). Takes `out`'s bytes either way.
     public mutating func keep(_ out: inout [UInt8], written: Int, now: UInt64) {
+        // Bytes the socket took are progress, as in `wrote`: an answer that
+        // waited for a shard restarts the idle clock when it goes out.
+        if written > 0 { lastProgress = now }
         guard written < out.count else { return }
         if pendingOutputBytes == 0 {
             swap(&output, &out)
