@@ -74,7 +74,7 @@ let package = Package(
         .systemLibrary(name: "CLibFuzzer"),
         .executableTarget(name: "groser-fuzz", dependencies: ["GroserFuzz", "GroserSystem", "CLibFuzzer"]),
 
-        .testTarget(name: "GroserWireTests", dependencies: ["GroserWire"]),
+        .testTarget(name: "GroserWireTests", dependencies: ["GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserCommandLineTests", dependencies: ["GroserCommandLine"]),
         .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
         .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),

@@ -535,19 +535,6 @@ func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     return h
 }
 
-/// SplitMix64: a small deterministic generator.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
-
 /// The fuzz harness's customer store: the one known session at every load,
 /// and appends accepted and forgotten, so each input starts from it.
 final class SeededCustomerStore: CustomerStore {

@@ -1,3 +1,4 @@
+import GroserSystem
 import GroserWire
 
 /// The built-in sample catalog: seven Russian cities, one to three stores of
@@ -165,19 +166,6 @@ public enum SampleCatalog {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         return hash
-    }
-
-    /// SplitMix64 (Steele, Lea and Flood): small, fast and fully deterministic.
-    private struct SplitMix64 {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state = state &+ 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
     }
 
     // MARK: - Cities and stores

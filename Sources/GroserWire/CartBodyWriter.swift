@@ -41,7 +41,7 @@ enum CartBodyWriter {
         lines.withUnsafeBufferPointer { lines in
             var cartSize = stringFieldSize(CartField.storeUID, storeUID)
             for i in lines.indices { cartSize += messageFieldSize(CartField.lines, size(lines[i])) }
-            cartSize += messageFieldSize(CartField.subtotal, size(subtotal))
+            cartSize += messageFieldSize(CartField.subtotal, moneySize(subtotal.minorUnits, subtotal.currency))
             cartSize += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(itemCount))
             cartSize += stringFieldSize(CartField.currency, currency)
             cartSize += ProtoWriter.varintFieldSize(CartField.version, version)
@@ -56,7 +56,7 @@ enum CartBodyWriter {
                 w.header(responseCart, cartSize)
                 w.string(CartField.storeUID, storeUID)
                 for i in lines.indices { write(lines[i], &w) }
-                write(CartField.subtotal, subtotal, &w)
+                writeMoney(CartField.subtotal, subtotal.minorUnits, subtotal.currency, &w)
                 w.varintField(CartField.itemCount, UInt64(itemCount))
                 w.string(CartField.currency, currency)
                 w.varintField(CartField.version, version)
@@ -113,11 +113,6 @@ enum CartBodyWriter {
     }
 
     @inlinable
-    static func size(_ m: Money) -> Int {
-        moneySize(m.minorUnits, m.currency)
-    }
-
-    @inlinable
     static func moneySize(_ minorUnits: Int64, _ currency: String) -> Int {
         ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits))
             + stringFieldSize(MoneyField.currency, currency)
@@ -136,11 +131,6 @@ enum CartBodyWriter {
     }
 
     // MARK: Writing
-
-    @inlinable
-    static func write(_ field: UInt32, _ m: Money, _ w: inout Cursor) {
-        writeMoney(field, m.minorUnits, m.currency, &w)
-    }
 
     @inlinable
     static func writeMoney(_ field: UInt32, _ minorUnits: Int64, _ currency: String, _ w: inout Cursor) {

@@ -1,6 +1,7 @@
 @testable import GroserServer
 import GroserStorage
 import GroserWire
+import GroserSystem
 import Testing
 
 /// A cart mutation's answer is written straight from the stored lines and
@@ -11,17 +12,6 @@ import Testing
 /// CartBodyWriterTests.)
 @Suite("cart answers")
 struct CartAnswerTests {
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ values: [T]) -> T { values[Int(next() % UInt64(values.count))] }
-    }
 
     static let names = ["Молоко «Домик в деревне» 3,2% — 🥛", "Bread", "牛奶 北海道 1L", String(repeating: "x", count: 200)]
     static let prices: [Int64] = [0, 1, 127, 128, 8990, 1 << 40, Int64.max]
@@ -61,7 +51,7 @@ struct CartAnswerTests {
         let rules = CartRules()
         var refusedAlike = 0, answered = 0
         for seed in UInt64(0)..<3000 {
-            var g = Generator(state: seed)
+            var g = SplitMix64(seed: seed)
             // Products p0...p5; p5 is not sold (the lookup finds nothing).
             var catalog: [String: ProductRecord] = [:]
             for i in 0..<5 {

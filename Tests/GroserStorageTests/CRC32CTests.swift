@@ -1,4 +1,5 @@
 @testable import GroserStorage
+import GroserSystem
 import Testing
 
 /// The customer log's checksum: a wrong CRC would make every log unreadable
@@ -31,11 +32,8 @@ struct CRC32CTests {
         // compare the tables with themselves.
         #expect(CRC32C.hardware, "this CPU has no SSE 4.2 crc32: the instruction's path is not tested here")
         #endif
-        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
-        let bytes: [UInt8] = (0..<300).map { _ in
-            seed = seed &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: seed >> 33)
-        }
+        var g = SplitMix64(seed: 32)
+        let bytes: [UInt8] = (0..<300).map { _ in UInt8(truncatingIfNeeded: g.next()) }
         bytes.withUnsafeBytes { all in
             for start in 0..<9 {
                 for length in 0...(all.count - start) {

@@ -1,4 +1,5 @@
 @testable import GroserWire
+import GroserSystem
 import Testing
 
 /// The cart answer is written by hand (CartBodyWriter) for speed; protobuf-c
@@ -6,18 +7,6 @@ import Testing
 /// them gets the cart back.
 @Suite("cart body writer")
 struct CartBodyWriterTests {
-    /// A small deterministic generator (SplitMix64), so a failure names its seed.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ values: [T]) -> T { values[Int(next() % UInt64(values.count))] }
-    }
 
     // No NUL: protobuf-c's C strings end there, the catalog refuses control
     // characters in names and uids, and the daemon makes the uids it serves.
@@ -25,11 +14,11 @@ struct CartBodyWriterTests {
     static let amounts: [Int64] = [0, 1, 127, 128, 8990, -1, Int64.max, Int64.min]
     static let currencies = ["", "RUB", "JPY"]
 
-    static func money(_ g: inout Generator) -> Money {
+    static func money(_ g: inout SplitMix64) -> Money {
         Money(minorUnits: g.pick(amounts), currency: g.pick(currencies))
     }
 
-    static func cart(_ g: inout Generator) -> Cart {
+    static func cart(_ g: inout SplitMix64) -> Cart {
         let lines = (0..<Int(g.next() % 4)).map { _ in
             CartLine(productUID: g.pick(strings), name: g.pick(strings), unitPrice: money(&g),
                      quantity: g.pick([0, 1, 127, 128, UInt32.max]), lineTotal: money(&g),
@@ -43,7 +32,7 @@ struct CartBodyWriterTests {
 
     @Test func writesTheBytesProtobufCWritesForEveryCart() {
         for seed in UInt64(0)..<2000 {
-            var g = Generator(state: seed)
+            var g = SplitMix64(seed: seed)
             let c = Self.cart(&g)
             let fast = BodyEncoder.cart(c), reference = BodyEncoder.cartThroughProtobufC(c)
             #expect(fast == reference, "seed \(seed): \(c)")
@@ -52,7 +41,7 @@ struct CartBodyWriterTests {
     }
 
     @Test func aClientDecodesTheCartBack() throws {
-        var g = Generator(state: 42)
+        var g = SplitMix64(seed: 42)
         for id in UInt64(1)...50 {
             let c = Self.cart(&g)
             var frame: [UInt8] = []

@@ -1,4 +1,5 @@
 import GroserWire
+import GroserSystem
 import Testing
 
 /// Bodies of assorted sizes (empty, one byte, around the varint and buffer
@@ -45,7 +46,7 @@ struct FrameDecoderTests {
     /// bytes are moved to the front and the buffer grows while frames are pending.
     @Test(arguments: 0..<200)
     func framesFedInRandomSplitsComeOutIdentical(seed: Int) throws {
-        var rng = SeededGenerator(seed: UInt64(seed) &* 7919 &+ 17)
+        var rng = SplitMix64(seed: UInt64(seed) &* 7919 &+ 17)
         let capacity = [1, 7, 64, 4096, 16 * 1024].randomElement(using: &rng)!
         var decoder = FrameDecoder(initialCapacity: capacity)
         var frames: [[UInt8]] = []
@@ -207,7 +208,7 @@ struct FrameDecoderTests {
         var decoder = FrameDecoder(initialCapacity: 16)
         var source = sampleStream[...]
         var frames: [[UInt8]] = []
-        var rng = SeededGenerator(seed: 2024)
+        var rng = SplitMix64(seed: 2024)
         while !source.isEmpty {
             let capacity = Int.random(in: 1...5000, using: &rng)
             // Like read(2): writes at most `capacity` bytes, maybe fewer.
@@ -228,7 +229,7 @@ struct FrameDecoderTests {
     /// `writeTail` prepared and left unused is later filled by `append`.
     @Test(arguments: 0..<100)
     func appendAndWriteTailInterleavedComeOutIdentical(seed: Int) throws {
-        var rng = SeededGenerator(seed: UInt64(seed) &+ 777)
+        var rng = SplitMix64(seed: UInt64(seed) &+ 777)
         let bodies = (0..<40).map { i in
             patternBytes(count: Bool.random(using: &rng) ? Int.random(in: 0...300, using: &rng) : Int.random(in: 0...200_000, using: &rng),
                          seed: UInt64(seed * 100 + i))
@@ -319,7 +320,7 @@ struct FrameDecoderTests {
     /// 5 KiB): memory follows the bytes a client really sent.
     @Test(arguments: 0..<50)
     func anArrivingFrameHoldsAtMostItsSizeAndAboutTwiceItsBytes(seed: Int) throws {
-        var rng = SeededGenerator(seed: UInt64(seed) &* 104_729 &+ 3)
+        var rng = SplitMix64(seed: UInt64(seed) &* 104_729 &+ 3)
         let length = Int.random(in: 16_384...Framing.defaultMaximumFrameBytes, using: &rng)
         let body = patternBytes(count: length, seed: UInt64(seed))
         let stream = Framing.frame(body)
