@@ -30,6 +30,9 @@ public struct BenchOptions: Sendable, Equatable {
     /// A run of this length first, thrown away (caches and the server warm up).
     public var warmupSeconds = 0.0
     public var json = false
+    /// cart-add and mix: lines in each connection's cart before the run
+    /// (the product added, and this many less one others, a unit each).
+    public var cartLines = 1
     public var maximumFrameBytes = Framing.defaultMaximumFrameBytes
 
     public init() {}
@@ -55,6 +58,9 @@ public struct BenchOptions: Sendable, Equatable {
       --product UID        cart-add, mix: the product to add (default: the store's first in stock);
                            every connection adds to a session of its own, one unit a request,
                            so start groserd with a large --max-quantity
+      --cart-lines N       cart-add, mix: each connection's cart holds N lines before the run
+                           (the product added and N-1 other products in stock, a unit each),
+                           so every add changes one line of an N-line cart (default: 1)
       --products           get-store: with every shelf's products
       --write-percent N    mix: this share of the requests, 0 to 100, are cart-add and the
                            rest get-store without products (default: 10); the summary gives
@@ -149,6 +155,7 @@ public struct BenchOptions: Sendable, Equatable {
                 queries += String(decoding: bytes, as: UTF8.self).split(separator: "\n")
                     .map { String($0) }.filter { !$0.allSatisfy(\.isWhitespace) }
             case "--product": product = try value()
+            case "--cart-lines": options.cartLines = try count(upTo: 10_000)
             case "--products": try flag(); products = true
             case "--write-percent": writePercent = try percent()
             case "--threads": options.threads = try count(upTo: 1024)
@@ -183,6 +190,9 @@ public struct BenchOptions: Sendable, Equatable {
         }
         if methodName != "cart-add" && methodName != "mix" && product != nil {
             throw BenchUsageError("--product is for --method cart-add and mix")
+        }
+        if methodName != "cart-add" && methodName != "mix" && options.cartLines != 1 {
+            throw BenchUsageError("--cart-lines is for --method cart-add and mix")
         }
         if methodName != "mix" && writePercent != nil {
             throw BenchUsageError("--write-percent is for --method mix")

@@ -437,15 +437,22 @@ public enum LoadGenerator {
         let client = GroserClient(socketPath: options.socketPath, timeout: 10)
         defer { client.close() }
         do {
-            let catalog = try client.store(selector, includeProducts: named == nil)
-            let product = named ?? catalog.store.departments.flatMap(\.shelves).flatMap(\.products)
-                .first { !$0.outOfStock }?.uid
-            guard let product else { throw BenchError("the store \(catalog.store.uid) has no product in stock to add") }
+            let catalog = try client.store(selector, includeProducts: named == nil || options.cartLines > 1)
+            let inStock = catalog.store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }.map(\.uid)
+            guard let product = named ?? inStock.first else {
+                throw BenchError("the store \(catalog.store.uid) has no product in stock to add")
+            }
+            // The cart's other lines, added before the run.
+            let others = inStock.filter { $0 != product }.prefix(options.cartLines - 1)
+            guard others.count == options.cartLines - 1 else {
+                throw BenchError("--cart-lines \(options.cartLines): the store \(catalog.store.uid) has only \(others.count + 1) products in stock")
+            }
             var frames: [RequestFrame] = []
             for _ in 0..<options.connections {
                 let session = try client.openSession()
-                frames.append(RequestFrame(requestMethod: .addItem(
-                    CartMutation(session: session, storeUID: catalog.store.uid), productUID: product, quantity: 1)))
+                let cart = CartMutation(session: session, storeUID: catalog.store.uid)
+                for uid in others { _ = try client.addItem(cart, productUID: uid, quantity: 1) }
+                frames.append(RequestFrame(requestMethod: .addItem(cart, productUID: product, quantity: 1)))
             }
             return frames
         } catch let error as BenchError {

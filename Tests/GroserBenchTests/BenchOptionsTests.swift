@@ -68,6 +68,10 @@ struct BenchOptionsTests {
         ["--method", "mix", "--city", "SPB", "--products"],
         ["--method", "mix", "--city", "SPB", "--shelf", "shf-spb-1-01-1"],
         ["--method", "get-store", "--city", "SPB", "--product", "p-1"],
+        // --cart-lines: 1 to 10,000, for cart-add and mix only.
+        ["--method", "cart-add", "--city", "SPB", "--cart-lines", "0"],
+        ["--method", "cart-add", "--city", "SPB", "--cart-lines", "10001"],
+        ["--method", "get-store", "--city", "SPB", "--cart-lines", "2"],
     ])
     func usageErrors(args: [String]) {
         #expect(throws: BenchUsageError.self) { try BenchOptions.parse(args) }
@@ -76,6 +80,15 @@ struct BenchOptionsTests {
     @Test func helpIsNotAnError() throws {
         #expect(try BenchOptions.parse(["--help"]) == .help)
         #expect(try BenchOptions.parse(["-c", "2", "-h"]) == .help)
+    }
+
+    @Test func cartLinesSetsTheCartsSizeForCartAddAndMix() throws {
+        #expect(try parse(["--method", "cart-add", "--city", "SPB"]).cartLines == 1)
+        #expect(try parse(["--method", "cart-add", "--city", "SPB", "--cart-lines", "20"]).cartLines == 20)
+        #expect(try parse(["--method", "mix", "--city", "SPB", "--cart-lines=5"]).cartLines == 5)
+        #expect(throws: BenchUsageError("--cart-lines is for --method cart-add and mix")) {
+            try BenchOptions.parse(["--method", "info", "--cart-lines", "3"])
+        }
     }
 
     @Test func threadsNeverExceedConnections() throws {

@@ -57,6 +57,25 @@ struct BenchTests {
         #expect((o["errors_by_code"] as? [String: Any])?["9"] as? Int == 21)
     }
 
+    @Test func cartLinesFillsEachCartBeforeTheRunAndEveryAnswerShowsThem() throws {
+        func body(_ args: [String]) throws -> Double {
+            let r = try runBench(["-c", "2", "-n", "20", "--method", "cart-add", "--city", "SPB", "--json"] + args)
+            #expect(r.status == 0, "\(r.out)\(r.err)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data((r.out.split(separator: "\n").first ?? "").utf8)) as? [String: Any])
+            #expect(object["succeeded"] as? Int == 20)
+            return try #require(object["body_bytes_per_request"] as? Double)
+        }
+        // Every answer is the whole cart: five lines of a product each are
+        // well over three times the answer of one.
+        let one = try body([])
+        let five = try body(["--cart-lines", "5"])
+        #expect(five > 3 * one, "one line: \(one) bytes, five: \(five)")
+        // More lines than the store has products in stock: a clear refusal.
+        let over = try runBench(["-c", "1", "-n", "1", "--method", "cart-add", "--city", "SPB", "--cart-lines", "10000"])
+        #expect(over.status == 1)
+        #expect(over.err.contains("--cart-lines 10000: the store"), "\(over.err)")
+    }
+
     @Test func aMixCountsReadsAndWritesApartAndTogether() throws {
         let r = try runBench(["-c", "4", "-P", "4", "-n", "200", "--method", "mix", "--city", "SPB", "--write-percent", "10", "--json"])
         #expect(r.status == 0, "\(r.out)\(r.err)")
