@@ -38,9 +38,14 @@ enum CartBodyWriter {
     static func cartResponse<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
                                                 currency: String, version: UInt64,
                                                 frame: (id: UInt64, field: MethodField)?) -> [UInt8] {
-        lines.withUnsafeBufferPointer { lines in
+        // Each line's size is measured once, kept for its header (measured
+        // again there, it was a tenth of a 20-line cart-add's instructions).
+        lines.withUnsafeBufferPointer { lines in withUnsafeTemporaryAllocation(of: Int.self, capacity: lines.count) { sizes in
             var cartSize = stringFieldSize(CartField.storeUID, storeUID)
-            for i in lines.indices { cartSize += messageFieldSize(CartField.lines, size(lines[i])) }
+            for i in lines.indices {
+                sizes[i] = size(lines[i])
+                cartSize += messageFieldSize(CartField.lines, sizes[i])
+            }
             cartSize += messageFieldSize(CartField.subtotal, moneySize(subtotal.minorUnits, subtotal.currency))
             cartSize += ProtoWriter.varintFieldSize(CartField.itemCount, UInt64(itemCount))
             cartSize += stringFieldSize(CartField.currency, currency)
@@ -55,7 +60,7 @@ enum CartBodyWriter {
                 }
                 w.header(responseCart, cartSize)
                 w.string(CartField.storeUID, storeUID)
-                for i in lines.indices { write(lines[i], &w) }
+                for i in lines.indices { write(lines[i], size: sizes[i], &w) }
                 writeMoney(CartField.subtotal, subtotal.minorUnits, subtotal.currency, &w)
                 w.varintField(CartField.itemCount, UInt64(itemCount))
                 w.string(CartField.currency, currency)
@@ -63,7 +68,7 @@ enum CartBodyWriter {
                 precondition(w.written == total, "CartBodyWriter: \(w.written) bytes written, \(total) sized")
                 count = total
             }
-        }
+        } }
     }
 
     /// Writes into a buffer sized beforehand by the `size` functions.
@@ -140,8 +145,8 @@ enum CartBodyWriter {
     }
 
     @inlinable
-    static func write<L: CartLineFields>(_ l: borrowing L, _ w: inout Cursor) {
-        w.header(CartField.lines, size(l))
+    static func write<L: CartLineFields>(_ l: borrowing L, size: Int, _ w: inout Cursor) {
+        w.header(CartField.lines, size)
         w.string(LineField.productUID, l.productUID)
         w.string(LineField.name, l.name)
         writeMoney(LineField.unitPrice, l.unitPriceMinorUnits, l.unitPriceCurrency, &w)

@@ -75,6 +75,11 @@ struct CartAnswerTests {
                 #expect((try? rules.view(cart, storeUID: "s1", lookup)) == v, "seed \(seed): view")
                 #expect(s.body == BodyEncoder.cart(v), "seed \(seed): \(v)")
                 if s.body != BodyEncoder.cart(v) { return }
+                // The lines a change stores: the shown ones, found without a
+                // lookup of their own (the products no longer sold go).
+                var kept = cart.lines
+                CartRules.keepShown(&kept, s.lines)
+                #expect(kept == cart.lines.filter { lookup($0.productUID) != nil }, "seed \(seed): kept lines")
                 // A running shard sends the whole frame, written around the
                 // body in one allocation: the frame okFrame makes of the body.
                 let id: UInt64 = g.pick([0, 1, 127, 128, 1 << 35, UInt64.max])

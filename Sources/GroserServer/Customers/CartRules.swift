@@ -154,6 +154,20 @@ public struct CartRules: Sendable {
                          itemCount: items, currency: c, version: cart.version)
     }
 
+    /// Drops from `lines` those not among `shown` (the lines of products
+    /// the catalog no longer has, which showing skips), keeping the order:
+    /// no lookup of its own. `shown` is `lines`' shown lines, in order, and
+    /// a cart holds a product at most once.
+    public static func keepShown<L: CartLineFields>(_ lines: inout [CartLineRecord], _ shown: [L]) {
+        guard shown.count < lines.count else { return }
+        var next = 0
+        lines.removeAll { r in
+            guard next < shown.count, shown[next].productUID == r.productUID else { return true }
+            next += 1
+            return false
+        }
+    }
+
     /// Showing a cart shows its new prices: from then on they are the ones
     /// the customer saw, and checkout may charge them. The cart with those
     /// prices as seen (version bumped), or nil when no price changed.

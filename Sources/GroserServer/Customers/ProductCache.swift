@@ -6,7 +6,9 @@ import GroserWire
 /// (the change path publishes every change before its writer answers, so
 /// the next batch sees it). Owned by one shard's thread; bounded.
 struct ProductCache {
-    private var products: [String: Entry] = [:]
+    /// The product alone: a shelf's products are in `byShelf` (an entry
+    /// with the shelf's uid retained and released it at every lookup).
+    private var products: [String: ProductRecord] = [:]
     private var byShelf: [String: [String]] = [:]
     /// Products not in the catalog, so a client asking for a missing uid
     /// again and again costs one lookup per change, not one per request.
@@ -15,11 +17,6 @@ struct ProductCache {
     let source: @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?
     private(set) var lookups = 0
 
-    struct Entry {
-        var product: ProductRecord
-        var shelfUID: String
-    }
-
     init(limit: Int = 100_000, source: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?) {
         self.limit = limit
         self.source = source
@@ -27,7 +24,7 @@ struct ProductCache {
 
     /// The product, or nil when the catalog has none with this uid.
     mutating func product(_ uid: String) throws(StorageError) -> ProductRecord? {
-        if let e = products[uid] { return e.product }
+        if let p = products[uid] { return p }
         if missing.contains(uid) { return nil }
         lookups += 1
         if products.count >= limit || missing.count >= limit { removeAll() }
@@ -35,7 +32,7 @@ struct ProductCache {
             missing.insert(uid)
             return nil
         }
-        products[uid] = Entry(product: p, shelfUID: shelf)
+        products[uid] = p
         byShelf[shelf, default: []].append(uid)
         return p
     }
@@ -43,7 +40,7 @@ struct ProductCache {
     /// What the cache knows without a lookup: the product, `.some(nil)`
     /// when it is known not to exist, nil when unknown.
     func known(_ uid: String) -> ProductRecord?? {
-        if let e = products[uid] { return .some(e.product) }
+        if let p = products[uid] { return .some(p) }
         if missing.contains(uid) { return .some(nil) }
         return nil
     }
@@ -54,7 +51,7 @@ struct ProductCache {
         if change.reloaded { return removeAll() }
         for store in change.stores {
             if store.shelfUIDs.isEmpty {
-                let gone = products.filter { $0.value.product.storeUID == store.storeUID }.map(\.key)
+                let gone = products.filter { $0.value.storeUID == store.storeUID }.map(\.key)
                 for uid in gone { products[uid] = nil }
                 continue
             }
