@@ -12,7 +12,8 @@ import Glibc
 struct CustomerLogTests {
     static let key = SessionKey(token: "0123456789abcdef0123456789abcdef")
 
-    /// Three batches: a session, then a cart of one line, then of two.
+    /// Three batches: a session, then a cart of one line, then a second line
+    /// (a line change, as most cart mutations are logged).
     static func write(_ dir: String) throws -> [Int] {
         let log = CustomerLog(directory: dir)
         var state = CustomerState()
@@ -21,9 +22,8 @@ struct CustomerLogTests {
         try log.append([.session(key, createdAtUnix: 10)]); ends.append(log.activeBytes)
         try log.append([.cart(key, storeUID: "s", StoredCart(version: 1, lines: [CartLineRecord(productUID: "p1", quantity: 1, seenPriceMinorUnits: 5)]), atUnix: 11)])
         ends.append(log.activeBytes)
-        try log.append([.cart(key, storeUID: "s", StoredCart(version: 2, lines: [
-            CartLineRecord(productUID: "p1", quantity: 1, seenPriceMinorUnits: 5),
-            CartLineRecord(productUID: "p2", quantity: 3, seenPriceMinorUnits: 7)]), atUnix: 12)])
+        try log.append([.cartLine(key, storeUID: "s", CartLineChange(version: 2, productUID: "p2", quantity: 3,
+                                                                     seenPriceMinorUnits: 7), atUnix: 12)])
         ends.append(log.activeBytes)
         return ends
     }

@@ -147,8 +147,8 @@ public final class CustomerService: Sendable {
 
     private static func key(of r: CustomerRecord) -> SessionKey {
         switch r {
-        case .session(let k, _), .cart(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k), .active(let k, _),
-             .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
+        case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k),
+             .active(let k, _), .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
         }
     }
 

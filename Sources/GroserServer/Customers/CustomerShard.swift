@@ -657,10 +657,11 @@ final class CustomerShard: @unchecked Sendable {
         return .ok(field, body)
     }
 
-    /// Stores a session's cart for `storeUID`, in place, undoably.
+    /// Stores a session's cart for `storeUID`, in place, undoably, and logs
+    /// it: the one line that changed when that is all (`CartLineChange`),
+    /// else the whole cart.
     private func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch,
                       at place: (session: SessionIndex, cart: Dictionary<String, StoredCart>.Index?)? = nil) {
-        batch.records.append(.cart(key, storeUID: storeUID, cart, atUnix: now))
         if let place {
             let (old, lastActive) = withSession(at: place.session) { s in
                 defer { s.lastActiveUnix = now }
@@ -669,6 +670,7 @@ final class CustomerShard: @unchecked Sendable {
                 swap(&replaced, &s.carts.values[c])
                 return (Optional(replaced), s.lastActiveUnix)
             }
+            batch.records.append(Self.record(key, storeUID, old, cart, now))
             return batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
         }
         let replaced = withSession(key) { s in
@@ -677,11 +679,20 @@ final class CustomerShard: @unchecked Sendable {
         }
         guard let (old, lastActive) = replaced else {
             // (Callers checked the session; a cart record makes one, as the log's reader does.)
+            batch.records.append(Self.record(key, storeUID, nil, cart, now))
             var s = SessionState(createdAtUnix: now)
             s.carts[storeUID] = cart
             return put(s, for: key, &batch)
         }
+        batch.records.append(Self.record(key, storeUID, old, cart, now))
         batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
+    }
+
+    /// The log record of a cart going from `old` to `new`.
+    private static func record(_ key: SessionKey, _ storeUID: String, _ old: StoredCart?, _ new: StoredCart,
+                               _ now: Int64) -> CustomerRecord {
+        if let change = CartLineChange.between(old, new) { return .cartLine(key, storeUID: storeUID, change, atUnix: now) }
+        return .cart(key, storeUID: storeUID, new, atUnix: now)
     }
 
     /// Remembers the answer of a request with an idempotency key `name`.

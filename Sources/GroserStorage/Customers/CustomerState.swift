@@ -11,6 +11,86 @@ public struct StoredCart: Sendable, Hashable {
     }
 }
 
+/// A cart change that touched one line and nothing else of the cart: a
+/// line's new quantity or seen price in place, a line added at the end, or
+/// a line removed (`quantity` 0). Most cart mutations are one; the log keeps
+/// it (kind 10) instead of the whole cart, so a change costs the log one
+/// line whatever the cart holds (a 20-line cart's record was 700 bytes).
+public struct CartLineChange: Sendable, Hashable {
+    /// The cart's version after the change.
+    public var version: UInt64
+    public var productUID: String
+    /// The line's quantity after the change; 0: the line was removed.
+    public var quantity: UInt32
+    public var seenPriceMinorUnits: Int64
+
+    public init(version: UInt64, productUID: String, quantity: UInt32, seenPriceMinorUnits: Int64) {
+        self.version = version
+        self.productUID = productUID
+        self.quantity = quantity
+        self.seenPriceMinorUnits = seenPriceMinorUnits
+    }
+
+    /// The change that turns `old` (nil: no cart yet) into `new`, when
+    /// `StoredCart.apply` of it gives exactly `new`; nil for any other
+    /// change (several lines, or only the version), which is logged as the
+    /// whole cart. Compares the lines once; looks nothing up.
+    public static func between(_ old: StoredCart?, _ new: StoredCart) -> CartLineChange? {
+        let before = old?.lines ?? []
+        let after = new.lines
+        // The first line that differs (or the end of the shorter).
+        var i = 0
+        while i < before.count && i < after.count && before[i] == after[i] { i += 1 }
+        let change: CartLineChange
+        switch after.count - before.count {
+        case 0:
+            // One line changed in place, the same product, the rest equal.
+            guard i < after.count, before[i].productUID == after[i].productUID, after[i].quantity > 0,
+                  before[(i + 1)...] == after[(i + 1)...] else { return nil }
+            change = CartLineChange(version: new.version, line: after[i])
+        case 1:
+            // One line added at the end, of a product the cart did not hold.
+            guard i == before.count, after[i].quantity > 0,
+                  !before.contains(where: { $0.productUID == after[i].productUID }) else { return nil }
+            change = CartLineChange(version: new.version, line: after[i])
+        case -1:
+            // One line removed, the rest equal and in order.
+            let gone = before[i].productUID
+            guard before[(i + 1)...] == after[i...], !after.contains(where: { $0.productUID == gone }) else { return nil }
+            change = CartLineChange(version: new.version, productUID: gone, quantity: 0, seenPriceMinorUnits: 0)
+        default:
+            return nil
+        }
+        // (Every debug build, so every test's cart change, checks the claim.)
+        assert({ var c = old ?? StoredCart(); c.apply(change); return c == new }(), "CartLineChange.between: \(change) does not turn \(String(describing: old)) into \(new)")
+        return change
+    }
+
+    init(version: UInt64, line: CartLineRecord) {
+        self.init(version: version, productUID: line.productUID, quantity: line.quantity,
+                  seenPriceMinorUnits: line.seenPriceMinorUnits)
+    }
+}
+
+extension StoredCart {
+    /// Takes `change`'s version; sets its product's line in place, or adds
+    /// it at the end, or (`quantity` 0) removes it.
+    public mutating func apply(_ change: CartLineChange) {
+        version = change.version
+        if let i = lines.firstIndex(where: { $0.productUID == change.productUID }) {
+            if change.quantity == 0 {
+                lines.remove(at: i)
+            } else {
+                lines[i].quantity = change.quantity
+                lines[i].seenPriceMinorUnits = change.seenPriceMinorUnits
+            }
+        } else if change.quantity > 0 {
+            lines.append(CartLineRecord(productUID: change.productUID, quantity: change.quantity,
+                                        seenPriceMinorUnits: change.seenPriceMinorUnits))
+        }
+    }
+}
+
 /// The answer of an idempotent request, and when it was given (it expires).
 public struct StoredAnswer: Sendable, Hashable {
     public var answer: IdempotentAnswer
@@ -67,12 +147,16 @@ public struct SessionState: Sendable, Hashable {
 }
 
 /// One change of customer state, as the log stores it. Every record states
-/// the whole new value of what it names (a cart record holds the whole
-/// cart), so applying a record twice, or a snapshot and then the records it
-/// already holds, gives the same state.
+/// the whole new value of what it names (a cart record holds the whole cart,
+/// a line change the line's), so applying a record twice in a row gives the
+/// same state. Records are applied once each, in order: a snapshot is
+/// followed only by the segments after it (recovery removes those it holds).
 public enum CustomerRecord: Sendable, Hashable {
     case session(SessionKey, createdAtUnix: Int64)
     case cart(SessionKey, storeUID: String, StoredCart, atUnix: Int64)
+    /// One line of a cart changed (`CartLineChange`); written instead of
+    /// `cart` when that is all a change did.
+    case cartLine(SessionKey, storeUID: String, CartLineChange, atUnix: Int64)
     case answer(SessionKey, key: String, StoredAnswer)
     case sessionRemoved(SessionKey)
     /// A snapshot's note of a session's last activity (reads leave no record).
@@ -99,6 +183,9 @@ public struct CustomerState: Sendable {
             if sessions[key] == nil { sessions[key] = SessionState(createdAtUnix: at) }
         case .cart(let key, let store, let cart, let at):
             sessions[key, default: SessionState(createdAtUnix: at)].carts[store] = cart
+            touch(key, at)
+        case .cartLine(let key, let store, let change, let at):
+            sessions[key, default: SessionState(createdAtUnix: at)].carts[store, default: StoredCart()].apply(change)
             touch(key, at)
         case .answer(let key, let name, let answer):
             sessions[key, default: SessionState(createdAtUnix: answer.atUnix)].answers[name] = answer
@@ -176,6 +263,7 @@ public struct CustomerState: Sendable {
 ///     kind u8 = 7 bound     key[32] owner[32] created i64
 ///     kind u8 = 8 sealed    key[32] owner[32]
 ///     kind u8 = 9 absorbed  owner[32] guest[32] at i64 fingerprint str field u32 body blob
+///     kind u8 = 10 cart line key[32] store str version u64 at i64 product str quantity u32 seen_price i64
 enum CustomerRecordCodec {
     /// Appends the record's payload: measured first, then written in place
     /// through a raw pointer (one growth of `out`), by the same `encode`
@@ -204,6 +292,9 @@ enum CustomerRecordCodec {
                 out.str(cart.lines[i].productUID); out.u32(cart.lines[i].quantity)
                 out.u64(UInt64(bitPattern: cart.lines[i].seenPriceMinorUnits))
             }
+        case .cartLine(let key, let store, let c, let at):
+            out.byte(10); out.key(key); out.str(store); out.u64(c.version); out.u64(UInt64(bitPattern: at))
+            out.str(c.productUID); out.u32(c.quantity); out.u64(UInt64(bitPattern: c.seenPriceMinorUnits))
         case .answer(let key, let name, let a):
             out.byte(3); out.key(key); out.str(name); out.u64(UInt64(bitPattern: a.atUnix)); out.str(a.answer.fingerprint)
             out.u32(a.answer.field); out.blob(a.answer.body)
@@ -274,6 +365,11 @@ enum CustomerRecordCodec {
         case 3:
             guard let name = r.str(), let at = r.i64(), let print = r.str(), let field = r.u32(), let body = r.blob() else { return nil }
             record = .answer(key, key: name, StoredAnswer(IdempotentAnswer(fingerprint: print, field: field, body: body), atUnix: at))
+        case 10:
+            guard let store = r.str(), let version = r.u64(), let at = r.i64(), let uid = r.str(), let q = r.u32(),
+                  let seen = r.i64() else { return nil }
+            record = .cartLine(key, storeUID: store, CartLineChange(version: version, productUID: uid, quantity: q,
+                                                                    seenPriceMinorUnits: seen), atUnix: at)
         case 4: record = .sessionRemoved(key)
         case 5: record = r.i64().map { .active(key, atUnix: $0) }
         case 6:

@@ -333,7 +333,8 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
     /// The sessions a record changes (an answer changes only its own row).
     static func sessionKeys(of record: CustomerRecord) -> [SessionKey] {
         switch record {
-        case .session(let k, _), .cart(let k, _, _, _), .sessionRemoved(let k), .active(let k, _), .account(let k, _),
+        case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .sessionRemoved(let k), .active(let k, _),
+             .account(let k, _),
              .boundSession(let k, _, _), .sealed(let k, _):
             return [k]
         case .absorbed(let owner, _, _):
