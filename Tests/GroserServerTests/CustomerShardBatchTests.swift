@@ -95,6 +95,76 @@ struct CustomerShardBatchTests {
     }
 }
 
+/// What a shard logs rebuilds the carts it holds: every change of one line
+/// logged as that line (kind 10), anything else as the whole cart, and a
+/// batch whose append failed leaving nothing behind in either.
+@Suite("customer shard log records")
+struct CustomerShardLogRecordTests {
+    @Test func theLogsRecordsRebuildTheShardsCartsFailedBatchesIncluded() throws {
+        let directory = try ScratchDirectory()
+        let catalogStore = try SQLiteCatalogStore(directory: directory.path)
+        let catalog = try CatalogService(store: catalogStore, imageBaseURL: imageBase)
+        let log = FlakyCustomerStore()
+        let customers = try CustomerService(
+            stores: [log], rules: CartRules(), lifetimes: CustomerLifetimes(), catalog: catalog, orders: catalogStore,
+            products: { (uid) throws(StorageError) in try catalogStore.productFacts(uid) }, logger: Logger(level: .error, sink: { _ in }))
+        let storeUID = try #require(sample.cities.first { $0.code == "SPB" }).defaultStoreUID
+        let store = try #require(sample.stores.first { $0.uid == storeUID })
+        let products = Array(store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }.map(\.uid).prefix(6))
+        var tokens: [String] = []
+        for _ in 0..<3 {
+            guard case .ok(_, let opened) = customers.answerNow(Request(id: 1, method: .openSession)),
+                  case .openSession(let token) = try decode(.openSession, opened) else { throw SetupError("no session") }
+            tokens.append(token)
+        }
+        var g = SplitMix64(seed: 11)
+        var failedBatches = 0, answered = 0
+        // The log replayed as it grows, checked against the shard after every batch.
+        var replayed = CustomerState()
+        var replayedCount = 0
+        for step in 0..<300 {
+            // One to three requests a batch, as a running shard takes them.
+            let methods: [RequestMethod] = (0..<Int(1 + g.next() % 3)).map { _ in
+                let m = CartMutation(session: tokens[Int(g.next() % 3)], storeUID: storeUID)
+                let uid = products[Int(g.next() % UInt64(products.count))]
+                switch g.next() % 10 {
+                case 0: return .clearCart(m)
+                case 1, 2: return .removeItem(m, productUID: uid)
+                case 3: return .setQuantity(m, productUID: uid, quantity: UInt32(g.next() % 4))
+                default: return .addItem(m, productUID: uid, quantity: 1)
+                }
+            }
+            log.failing = g.next() % 8 == 0
+            let jobs = methods.enumerated().map { i, method in
+                ShardJob(job: CommerceJob(request: Request(id: UInt64(step * 4 + i + 1), method: method), caller: Caller(uid: nil),
+                                          receivedAt: monotonicNanoseconds()) { _ in },
+                         key: CustomerService.sessionToken(method).map { SessionKey(token: $0) })
+            }
+            let outcomes = customers.shards[0].process(jobs, bodiesWanted: false)
+            if log.failing {
+                failedBatches += 1
+                // Nothing of a batch that could not be saved is acknowledged
+                // (a batch of refusals only has nothing to save).
+                #expect(!outcomes.contains { if case .ok = $0 { true } else { false } }, "step \(step)")
+            } else {
+                answered += outcomes.filter { if case .ok = $0 { true } else { false } }.count
+            }
+            for r in log.records[replayedCount...] { replayed.apply(r) }
+            replayedCount = log.records.count
+            #expect(replayed.sessions.mapValues(\.carts) == customers.shards[0].currentState.sessions.mapValues(\.carts),
+                    "after batch \(step)")
+        }
+        log.failing = false
+        let live = customers.shards[0].currentState
+        #expect(replayed.skippedLineChanges == 0, "every line change follows its cart's version")
+        #expect(replayed.sessions.mapValues(\.carts) == live.sessions.mapValues(\.carts))
+        let lines = log.records.filter { if case .cartLine = $0 { true } else { false } }.count
+        let whole = log.records.filter { if case .cart = $0 { true } else { false } }.count
+        #expect(lines > 200 && whole > 10, "both kinds were logged: \(lines) line changes, \(whole) whole carts")
+        #expect(failedBatches > 20 && answered > 300, "\(failedBatches) failed batches, \(answered) answers")
+    }
+}
+
 private func decode(_ field: MethodField, _ body: [UInt8]) throws -> ResponseBody {
     var frame: [UInt8] = []
     ResponseFrameWriter.appendOK(id: 1, field: field, body: body, to: &frame)

@@ -49,8 +49,9 @@ struct CartLineChangeTests {
                 guard !old.lines.isEmpty else { continue }
                 new.lines.remove(at: Int(g.next() % UInt64(old.lines.count)))
             }
-            // A cart that did not exist yet counts as an empty one.
+            // A cart that did not exist yet counts as an empty one at version 0.
             let before: StoredCart? = old.lines.isEmpty && g.next() % 2 == 0 ? nil : old
+            if before == nil { new.version = 1 }
             let change = CartLineChange.between(before, new)
             #expect(change != nil, "seed \(seed): \(old) -> \(new)")
             guard let change else { continue }
@@ -59,6 +60,17 @@ struct CartLineChangeTests {
             found[kind] += 1
         }
         #expect(found.allSatisfy { $0 > 500 }, "each kind of change was tried: \(found)")
+    }
+
+    @Test func aChangeThatSkipsAVersionIsTheWholeCart() {
+        let old = StoredCart(version: 4, lines: [CartLineRecord(productUID: "a", quantity: 1, seenPriceMinorUnits: 5)])
+        var new = old
+        new.lines[0].quantity = 2
+        new.version = 6
+        #expect(CartLineChange.between(old, new) == nil)
+        new.version = 5
+        #expect(CartLineChange.between(old, new) == CartLineChange(version: 5, productUID: "a", quantity: 2, seenPriceMinorUnits: 5))
+        #expect(CartLineChange.between(nil, StoredCart(version: 2, lines: old.lines)) == nil, "a new cart starts at version 1")
     }
 
     @Test func anyOtherChangeIsTheWholeCartOrALineThatGivesItExactly() {
@@ -84,6 +96,30 @@ struct CartLineChangeTests {
             }
         }
         #expect(whole > 1000, "most of these are logged whole: \(whole)")
+    }
+
+    /// A log cut by `--repair` in its middle loses a record: the line
+    /// changes after it do not follow their cart's version, and are skipped
+    /// (the cart stays as it last really was) until a whole cart comes.
+    @Test func aLineChangeThatDoesNotFollowItsCartsVersionIsSkipped() {
+        let key = SessionKey(token: "t")
+        var state = CustomerState()
+        let one = StoredCart(version: 1, lines: [CartLineRecord(productUID: "a", quantity: 1, seenPriceMinorUnits: 5)])
+        state.apply(.cart(key, storeUID: "s", one, atUnix: 1))
+        // Version 2 was lost: 3 and 4 are skipped, not applied to version 1.
+        state.apply(.cartLine(key, storeUID: "s", CartLineChange(version: 3, productUID: "b", quantity: 1, seenPriceMinorUnits: 7), atUnix: 3))
+        state.apply(.cartLine(key, storeUID: "s", CartLineChange(version: 4, productUID: "a", quantity: 0, seenPriceMinorUnits: 0), atUnix: 4))
+        #expect(state.sessions[key]?.carts["s"] == one)
+        #expect(state.skippedLineChanges == 2)
+        // A line change of a cart that does not exist must be its first version.
+        state.apply(.cartLine(key, storeUID: "other", CartLineChange(version: 2, productUID: "a", quantity: 1, seenPriceMinorUnits: 5), atUnix: 5))
+        #expect(state.sessions[key]?.carts["other"] == nil)
+        // A whole cart puts it right; line changes follow it again.
+        let five = StoredCart(version: 5, lines: [CartLineRecord(productUID: "b", quantity: 2, seenPriceMinorUnits: 7)])
+        state.apply(.cart(key, storeUID: "s", five, atUnix: 6))
+        state.apply(.cartLine(key, storeUID: "s", CartLineChange(version: 6, productUID: "b", quantity: 3, seenPriceMinorUnits: 7), atUnix: 7))
+        #expect(state.sessions[key]?.carts["s"]?.lines.map(\.quantity) == [3])
+        #expect(state.skippedLineChanges == 3)
     }
 
     /// A shard's way of logging (a line when `between` finds one, else the

@@ -670,7 +670,7 @@ final class CustomerShard: @unchecked Sendable {
                 swap(&replaced, &s.carts.values[c])
                 return (Optional(replaced), s.lastActiveUnix)
             }
-            batch.records.append(Self.record(key, storeUID, old, cart, now))
+            batch.records.append(record(key, storeUID, old, cart, now))
             return batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
         }
         let replaced = withSession(key) { s in
@@ -679,21 +679,28 @@ final class CustomerShard: @unchecked Sendable {
         }
         guard let (old, lastActive) = replaced else {
             // (Callers checked the session; a cart record makes one, as the log's reader does.)
-            batch.records.append(Self.record(key, storeUID, nil, cart, now))
+            batch.records.append(record(key, storeUID, nil, cart, now))
             var s = SessionState(createdAtUnix: now)
             s.carts[storeUID] = cart
             return put(s, for: key, &batch)
         }
-        batch.records.append(Self.record(key, storeUID, old, cart, now))
+        batch.records.append(record(key, storeUID, old, cart, now))
         batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
     }
 
-    /// The log record of a cart going from `old` to `new`.
-    private static func record(_ key: SessionKey, _ storeUID: String, _ old: StoredCart?, _ new: StoredCart,
-                               _ now: Int64) -> CustomerRecord {
-        if let change = CartLineChange.between(old, new) { return .cartLine(key, storeUID: storeUID, change, atUnix: now) }
+    /// The log record of a cart going from `old` to `new`. (A shared
+    /// store writes whole sessions and reads records only for their keys:
+    /// no line is worked out for it.)
+    private func record(_ key: SessionKey, _ storeUID: String, _ old: StoredCart?, _ new: StoredCart,
+                        _ now: Int64) -> CustomerRecord {
+        if shared == nil, let change = CartLineChange.between(old, new) {
+            return .cartLine(key, storeUID: storeUID, change, atUnix: now)
+        }
         return .cart(key, storeUID: storeUID, new, atUnix: now)
     }
+
+    /// The shard's state (tests, before its thread starts).
+    var currentState: CustomerState { state }
 
     /// Remembers the answer of a request with an idempotency key `name`.
     private func remember(key: SessionKey, _ name: String, _ print: String, _ field: MethodField,

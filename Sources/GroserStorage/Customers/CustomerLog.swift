@@ -184,7 +184,11 @@ public final class CustomerLog: @unchecked Sendable {
                 switch frame(p, at) {
                 case .record(let payload, let next):
                     guard let record = CustomerRecordCodec.decode(payload) else {
-                        failure = damage(path, at, "the record's checksum is good but it is not a customer record")
+                        if let kind = payload.first, kind > CustomerRecordCodec.newestKind {
+                            failure = StorageError("the customer log \(path) holds at byte \(at) a record of kind \(kind), which this groserd does not know: a newer groserd wrote it. Run that version; `groserd --repair` of this one would cut the log there and lose every record after it")
+                        } else {
+                            failure = damage(path, at, "the record's checksum is good but it is not a customer record")
+                        }
                         return
                     }
                     visit(record)

@@ -25,6 +25,9 @@ extension CustomerLog: CustomerStore {
         if let t = r.droppedTail {
             line += "; dropped a torn last record of \(t.bytes) byte(s) at byte \(t.offset) of \(t.file) (a crash during an append that was never acknowledged)"
         }
+        if state.skippedLineChanges > 0 {
+            line += "; skipped \(state.skippedLineChanges) cart line change(s) that did not follow their cart's version (a record before them was cut by --repair): those carts are as they last were before the cut"
+        }
         return line
     }
 
