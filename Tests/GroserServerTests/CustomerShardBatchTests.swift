@@ -19,6 +19,20 @@ private final class FlakyCustomerStore: CustomerStore, @unchecked Sendable {
     func checkpoint(expire: (inout CustomerState) -> Void) throws(StorageError) -> Int { 0 }
 }
 
+/// One shard over `log`, on the sample catalog in `directory`: the service,
+/// SPB's default store and its products in stock.
+private func oneShardShop(_ directory: ScratchDirectory, _ log: FlakyCustomerStore) throws
+    -> (customers: CustomerService, storeUID: String, products: [String]) {
+    let catalogStore = try SQLiteCatalogStore(directory: directory.path)
+    let catalog = try CatalogService(store: catalogStore, imageBaseURL: imageBase)
+    let customers = try CustomerService(
+        stores: [log], rules: CartRules(), lifetimes: CustomerLifetimes(), catalog: catalog, orders: catalogStore,
+        products: { (uid) throws(StorageError) in try catalogStore.productFacts(uid) }, logger: Logger(level: .error, sink: { _ in }))
+    let storeUID = try #require(sample.cities.first { $0.code == "SPB" }).defaultStoreUID
+    let store = try #require(sample.stores.first { $0.uid == storeUID })
+    return (customers, storeUID, store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }.map(\.uid))
+}
+
 /// A shard changes its state as a batch runs (its later requests see the
 /// changes) and undoes every change when the batch cannot be made durable.
 @Suite("customer shard batches")
@@ -26,15 +40,8 @@ struct CustomerShardBatchTests {
     @Test("a batch whose append fails leaves the state as it was")
     func failedBatchIsUndone() throws {
         let directory = try ScratchDirectory()
-        let catalogStore = try SQLiteCatalogStore(directory: directory.path)
-        let catalog = try CatalogService(store: catalogStore, imageBaseURL: imageBase)
         let log = FlakyCustomerStore()
-        let customers = try CustomerService(
-            stores: [log], rules: CartRules(), lifetimes: CustomerLifetimes(), catalog: catalog, orders: catalogStore,
-            products: { (uid) throws(StorageError) in try catalogStore.productFacts(uid) }, logger: Logger(level: .error, sink: { _ in }))
-        let storeUID = try #require(sample.cities.first { $0.code == "SPB" }).defaultStoreUID
-        let store = try #require(sample.stores.first { $0.uid == storeUID })
-        let products = store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }.map(\.uid)
+        let (customers, storeUID, products) = try oneShardShop(directory, log)
 
         guard case .ok(_, let opened) = customers.answerNow(Request(id: 1, method: .openSession)),
               case .openSession(let token) = try decode(.openSession, opened) else { throw SetupError("no session") }
@@ -102,15 +109,9 @@ struct CustomerShardBatchTests {
 struct CustomerShardLogRecordTests {
     @Test func theLogsRecordsRebuildTheShardsCartsFailedBatchesIncluded() throws {
         let directory = try ScratchDirectory()
-        let catalogStore = try SQLiteCatalogStore(directory: directory.path)
-        let catalog = try CatalogService(store: catalogStore, imageBaseURL: imageBase)
         let log = FlakyCustomerStore()
-        let customers = try CustomerService(
-            stores: [log], rules: CartRules(), lifetimes: CustomerLifetimes(), catalog: catalog, orders: catalogStore,
-            products: { (uid) throws(StorageError) in try catalogStore.productFacts(uid) }, logger: Logger(level: .error, sink: { _ in }))
-        let storeUID = try #require(sample.cities.first { $0.code == "SPB" }).defaultStoreUID
-        let store = try #require(sample.stores.first { $0.uid == storeUID })
-        let products = Array(store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock }.map(\.uid).prefix(6))
+        let (customers, storeUID, inStock) = try oneShardShop(directory, log)
+        let products = Array(inStock.prefix(6))
         var tokens: [String] = []
         for _ in 0..<3 {
             guard case .ok(_, let opened) = customers.answerNow(Request(id: 1, method: .openSession)),

@@ -103,7 +103,7 @@ public final class CustomerService: Sendable {
         let legacy = try orders.legacyCustomerRecords(nowUnix: unixTime())
         if !legacy.isEmpty {
             var byShard = [[CustomerRecord]](repeating: [], count: count)
-            for r in legacy { byShard[Self.key(of: r).shard(of: count)].append(r) }
+            for r in legacy { byShard[r.key.shard(of: count)].append(r) }
             for (i, records) in byShard.enumerated() { try shards[i].adopt(records) }
             try orders.removeLegacyCustomers()
             logger.info("moved \(legacy.count) session, cart and answer record(s) from the database into the customer log")
@@ -143,13 +143,6 @@ public final class CustomerService: Sendable {
         var keys = SessionKeyMemo()
         let (shard, routed) = route(job, &keys)
         return shard.process([routed])[0]
-    }
-
-    private static func key(of r: CustomerRecord) -> SessionKey {
-        switch r {
-        case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k),
-             .active(let k, _), .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
-        }
     }
 
     private static func shardCount(_ options: Options, _ logger: Logger) throws(StorageError) -> Int {

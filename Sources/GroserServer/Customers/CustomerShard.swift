@@ -275,11 +275,11 @@ final class CustomerShard: @unchecked Sendable {
         batch.undo.reserveCapacity(jobs.count)
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
-        var stepAnswers: [SideAnswer?] = []
+        var sides: [SideAnswer?] = []
         if let shared {
-            runShared(jobs, shared, catalog, now, &batch, &outcomes, &stepAnswers)
+            runShared(jobs, shared, catalog, now, &batch, &outcomes, &sides)
         } else {
-            runLogged(jobs, catalog, now, &batch, &outcomes, &stepAnswers)
+            runLogged(jobs, catalog, now, &batch, &outcomes, &sides)
         }
         lookupTx = nil
         // Every request's session was used, answered or refused; a run of
@@ -301,7 +301,7 @@ final class CustomerShard: @unchecked Sendable {
             if let call = jobs[i].step {
                 switch outcome {
                 case .ok:
-                    guard case .step(let answer)? = stepAnswers[i] else {
+                    guard case .step(let answer)? = sides[i] else {
                         call.done(.failed(Status(.internal, "An account step gave no answer.")))
                         continue
                     }
@@ -310,7 +310,7 @@ final class CustomerShard: @unchecked Sendable {
                 }
                 continue
             }
-            if case .ok = outcome, case .frame(let frame)? = stepAnswers[i] {
+            if case .ok = outcome, case .frame(let frame)? = sides[i] {
                 jobs[i].job.reply(frame)
                 continue
             }
@@ -339,20 +339,20 @@ final class CustomerShard: @unchecked Sendable {
     /// (checkouts in one transaction of the catalog's database), then the
     /// records appended with one fdatasync.
     private func runLogged(_ jobs: UnsafeBufferPointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
-                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
+                           _ outcomes: inout [CommerceOutcome], _ sides: inout [SideAnswer?]) {
         let needsDatabase = Self.needsDatabase(jobs)
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
                     for i in jobs.indices {
                         outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
-                        stepAnswers.append(batch.side.take())
+                        sides.append(batch.side.take())
                     }
                 }
             } else {
                 for i in jobs.indices {
                     outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, nil))
-                    stepAnswers.append(batch.side.take())
+                    sides.append(batch.side.take())
                 }
             }
             if !batch.records.isEmpty {
@@ -361,7 +361,7 @@ final class CustomerShard: @unchecked Sendable {
                 context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
             }
         } catch {
-            failAll(jobs, error, &batch, &outcomes, &stepAnswers)
+            failAll(jobs, error, &batch, &outcomes, &sides)
         }
     }
 
@@ -385,7 +385,7 @@ final class CustomerShard: @unchecked Sendable {
     /// the records and commits; run again when another host won a race.
     private func runShared(_ jobs: UnsafeBufferPointer<ShardJob>, _ shared: any SharedCustomerStore, _ catalog: EncodedCatalog,
                            _ now: Int64, _ batch: inout Batch,
-                           _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
+                           _ outcomes: inout [CommerceOutcome], _ sides: inout [SideAnswer?]) {
         var keys: [SessionKey] = []
         var answers: [(SessionKey, String)] = []
         for i in jobs.indices {
@@ -407,7 +407,7 @@ final class CustomerShard: @unchecked Sendable {
                 let tx: (any CommerceTransaction)? = needsDatabase ? shared.transaction : nil
                 for i in jobs.indices {
                     outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
-                    stepAnswers.append(batch.side.take())
+                    sides.append(batch.side.take())
                 }
                 try shared.commit(batch.records, state: state, answerCutoff: answerCutoff)
                 context.durability.record(nanoseconds: monotonicNanoseconds() &- started)
@@ -419,10 +419,10 @@ final class CustomerShard: @unchecked Sendable {
                 undo(batch)
                 batch = Batch()
                 outcomes.removeAll(keepingCapacity: true)
-                stepAnswers.removeAll(keepingCapacity: true)
+                sides.removeAll(keepingCapacity: true)
             } catch {
                 shared.rollback()
-                failAll(jobs, error, &batch, &outcomes, &stepAnswers)
+                failAll(jobs, error, &batch, &outcomes, &sides)
                 return
             }
         }
@@ -431,11 +431,11 @@ final class CustomerShard: @unchecked Sendable {
     /// Answers every request of a batch that could not be made durable
     /// UNAVAILABLE, and undoes what it changed in memory.
     private func failAll(_ jobs: UnsafeBufferPointer<ShardJob>, _ error: any Error, _ batch: inout Batch,
-                         _ outcomes: inout [CommerceOutcome], _ stepAnswers: inout [SideAnswer?]) {
+                         _ outcomes: inout [CommerceOutcome], _ sides: inout [SideAnswer?]) {
         context.logger.error("a batch of \(jobs.count) cart request(s) could not be made durable: \(error)")
         let failed = CommerceOutcome.failed(Status(.unavailable, "The change could not be saved (\(error)); nothing was changed. Try again later."))
         outcomes = jobs.map { _ in failed }
-        stepAnswers = jobs.map { _ in nil }
+        sides = jobs.map { _ in nil }
         undo(batch)
         batch = Batch()
     }

@@ -174,6 +174,15 @@ public enum CustomerRecord: Sendable, Hashable {
     /// The account entry `owner` merged the guest session `guest`; the
     /// answer is the login's, without its token.
     case absorbed(owner: SessionKey, guest: SessionKey, StoredAnswer)
+
+    /// The session (or account entry) the record belongs to: the shard it
+    /// lives on, the row a shared store writes.
+    public var key: SessionKey {
+        switch self {
+        case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k),
+             .active(let k, _), .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
+        }
+    }
 }
 
 /// Every session of one shard: what the log's records add up to.

@@ -291,17 +291,18 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                                                     [k, name, String(a.atUnix), a.answer.fingerprint, String(a.answer.field),
                                                      PostgresText.bytea(a.answer.body)]))
             default:
-                for key in Self.sessionKeys(of: record) where written.insert(key).inserted {
-                    let expected = revisions[key] ?? 0
-                    if let session = state.sessions[key] {
-                        statements.append(PostgresStatement("SELECT groser_put_session($1, $2, $3, $4, $5, $6)", [
-                            PostgresText.bytea(key), String(expected), session.owner.map(PostgresText.bytea),
-                            session.account != nil ? "true" : "false", String(session.lastActiveUnix),
-                            PostgresText.bytea(Self.encodeRecords(key, session)),
-                        ]))
-                    } else if expected != 0 {
-                        statements.append(PostgresStatement("SELECT groser_remove_session($1, $2)", [PostgresText.bytea(key), String(expected)]))
-                    }
+                // Each session the batch changed, written once (an answer is its own row).
+                let key = record.key
+                guard written.insert(key).inserted else { continue }
+                let expected = revisions[key] ?? 0
+                if let session = state.sessions[key] {
+                    statements.append(PostgresStatement("SELECT groser_put_session($1, $2, $3, $4, $5, $6)", [
+                        PostgresText.bytea(key), String(expected), session.owner.map(PostgresText.bytea),
+                        session.account != nil ? "true" : "false", String(session.lastActiveUnix),
+                        PostgresText.bytea(Self.encodeRecords(key, session)),
+                    ]))
+                } else if expected != 0 {
+                    statements.append(PostgresStatement("SELECT groser_remove_session($1, $2)", [PostgresText.bytea(key), String(expected)]))
                 }
             }
         }
@@ -329,20 +330,6 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
     }
 
     // MARK: Encoding
-
-    /// The sessions a record changes (an answer changes only its own row).
-    static func sessionKeys(of record: CustomerRecord) -> [SessionKey] {
-        switch record {
-        case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .sessionRemoved(let k), .active(let k, _),
-             .account(let k, _),
-             .boundSession(let k, _, _), .sealed(let k, _):
-            return [k]
-        case .absorbed(let owner, _, _):
-            return [owner]
-        case .answer:
-            return []
-        }
-    }
 
     /// A session's records (without its answers), each a u32 length and the
     /// customer log's encoding.
