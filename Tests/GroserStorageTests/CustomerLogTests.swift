@@ -172,4 +172,57 @@ struct CustomerLogTests {
         #expect(removed == [b], "b was idle since 0; a was active at 95")
         #expect(state.sessions[a]?.answers.keys.sorted() == ["new"])
     }
+
+    /// Waits up to 10 s for `condition`.
+    private static func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<1000 {
+            if condition() { return true }
+            OSThread.sleep(milliseconds: 10)
+        }
+        return condition()
+    }
+
+    @Test func theNextZerosAreWrittenAheadInTheBackgroundOnceHalfAreUsed() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/log-00000000"
+        let ahead = 64 << 10
+        let file = try LogFile(path: path, preallocateBytes: ahead)
+        // The first append finds no zeros ahead and writes them itself.
+        try file.appendDurably([UInt8](repeating: 7, count: 1000))
+        #expect(file.allocated == 1000 + ahead)
+        // Less than half of them used: nothing more is written.
+        try file.appendDurably([UInt8](repeating: 8, count: 20_000))
+        OSThread.sleep(milliseconds: 100)
+        #expect(file.allocated == 1000 + ahead, "a fill began before half the zeros were used")
+        // More than half used: the next 64 KiB follow with no append.
+        try file.appendDurably([UInt8](repeating: 9, count: 20_000))
+        #expect(Self.eventually { file.allocated == 1000 + 2 * ahead }, "allocated \(file.allocated)")
+        let bytes = try #require(try Files.read(path))
+        #expect(bytes.count == 1000 + 2 * ahead)
+        #expect(bytes[0..<1000].allSatisfy { $0 == 7 } && bytes[1000..<21_000].allSatisfy { $0 == 8 }
+                && bytes[21_000..<41_000].allSatisfy { $0 == 9 })
+        #expect(bytes[41_000...].allSatisfy { $0 == 0 }, "only zeros after the data")
+    }
+
+    /// Small zeros ahead, so that appends keep running into fills in
+    /// progress: the filler must never write a zero where data went.
+    @Test func appendsRacingTheFillerLoseNoByte() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/log-00000000"
+        let file = try LogFile(path: path, preallocateBytes: 8192)
+        var rng = SplitMix64(seed: 42)
+        var expected: [UInt8] = []
+        for i in 0..<3000 {
+            let count = Int(rng.next() % 3000) + 1
+            let chunk = [UInt8](repeating: UInt8(i % 255 + 1), count: count)
+            try file.appendDurably(chunk)
+            expected += chunk
+        }
+        #expect(file.size == expected.count)
+        let bytes = try #require(try Files.read(path))
+        #expect(bytes.count >= expected.count)
+        let firstWrong = expected.indices.first { bytes[$0] != expected[$0] }
+        #expect(firstWrong == nil, "byte \(firstWrong ?? -1) of \(expected.count) differs")
+        #expect(bytes[expected.count...].allSatisfy { $0 == 0 }, "only zeros after the data")
+    }
 }
