@@ -15,14 +15,19 @@ public final class Locked<Value>: @unchecked Sendable {
     // with a run-time exclusivity check, about 250 instructions).
     @usableFromInline @exclusivity(unchecked) var value: Value
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    /// For `withLock(when:_:)`.
+    let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     public init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
     }
 
     deinit {
+        pthread_cond_destroy(condition)
         pthread_mutex_destroy(mutex)
+        condition.deallocate()
         mutex.deallocate()
     }
 
@@ -32,5 +37,22 @@ public final class Locked<Value>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
+    }
+
+    /// Waits until `ready` holds for the value (the lock released while it
+    /// waits), then runs `body` holding the lock. Whoever changes the value
+    /// so that `ready` may hold calls `wakeWaiters()` afterwards.
+    public func withLock<R>(when ready: (Value) -> Bool, _ body: (inout Value) -> R) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready(value) { pthread_cond_wait(condition, mutex) }
+        return body(&value)
+    }
+
+    /// Wakes every thread waiting in `withLock(when:_:)` to check again.
+    public func wakeWaiters() {
+        pthread_mutex_lock(mutex)
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
     }
 }

@@ -4,14 +4,14 @@ import CLinux
 #endif
 
 /// A file written only at its end, made durable with fdatasync: the
-/// customer log's segments. Appended to by one thread.
+/// customer log's segments. Owned by one thread.
 ///
-/// With `preallocateBytes` the file is kept up to that many bytes of real
-/// zeros ahead of its data (PostgreSQL zero-fills its WAL segments for the
-/// same reason): an append then overwrites blocks the file already has, and
-/// its fdatasync need not also write the inode's new size and block map,
-/// which here makes it about 1.5 times as fast. Readers take zeros to the
-/// end of the file as the end of the data.
+/// With `preallocateBytes` the file is kept up to 1.5 times that many bytes
+/// of real zeros ahead of its data (PostgreSQL zero-fills its WAL segments
+/// for the same reason): an append then overwrites blocks the file already
+/// has, and its fdatasync need not also write the inode's new size and
+/// block map, which here makes it about 1.5 times as fast. Readers take
+/// zeros to the end of the file as the end of the data.
 ///
 /// The next zeros are written by `ZeroFiller`'s thread once half of them
 /// are used, in 64 KiB pieces each written out before the next
@@ -19,39 +19,26 @@ import CLinux
 /// piece to write besides its own data. Written inside an append instead,
 /// 1 MiB of zeros made about one fdatasync in 40 take 2-3 ms at c=50 P=16,
 /// a pause for every request of that batch (fdatasync p99 2.2 ms; 1.0-1.4
-/// ms with the zeros written in advance, and cart-add 9 % faster). An append that finds no zeros ahead
-/// (the first one, or one that outran the filler) still writes them itself.
-public final class LogFile: @unchecked Sendable {
-    // @unchecked: `size` belongs to the appending thread; what the filler
-    // shares with it is in `ahead`, behind its lock.
+/// ms with the zeros written in advance, and cart-add 9 % faster). An
+/// append that finds no zeros ahead writes them itself, as before: the
+/// first one, or one that outran the filler (it waits for the fill in
+/// progress first, so that no data is ever written where the filler
+/// writes; see `ZerosAhead`).
+public final class LogFile {
     public let path: String
-    fileprivate let fd: Int32
+    private let fd: Int32
     /// Where the data ends and appends go: what the last good append left.
     public private(set) var size: Int
-    fileprivate let preallocateBytes: Int
-
-    fileprivate struct Ahead {
-        /// The file's length known to be data or durable zeros.
-        var allocated: Int
-        /// Everything below this offset may be data: the filler writes no
-        /// zeros there (it checks, with the lock held, before each piece).
-        var claimed: Int
-        /// A fill is queued or running.
-        var filling = false
-        /// Changed by a cut: a fill begun before it does not count.
-        var epoch = 0
-    }
-    fileprivate let ahead: Locked<Ahead>
+    private let ahead: ZerosAhead
 
     /// The file's length: `size` plus the zeros written ahead of it.
-    public var allocated: Int { ahead.withLock { $0.allocated } }
+    public var allocated: Int { ahead.state.withLock { $0.allocated } }
 
     /// Opens `path` for appending, creating it 0600 when missing. Appends go
     /// at `dataEnd` when given (what a reader found; beyond it the file holds
     /// only zeros), else at the file's current length.
     public init(path: String, dataEnd: Int? = nil, preallocateBytes: Int = 0) throws(Errno) {
         self.path = path
-        self.preallocateBytes = max(0, preallocateBytes)
         fd = try syscall { open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600) }
         var st = stat()
         if fstat(fd, &st) != 0 {
@@ -61,8 +48,24 @@ public final class LogFile: @unchecked Sendable {
         }
         let length = Int(st.st_size)
         size = min(dataEnd ?? length, length)
-        ahead = Locked(Ahead(allocated: length, claimed: size))
+        // The filler writes through a file description of its own: a write-back
+        // error is reported once per description, so on a shared one the
+        // filler's sync could take the error an append's fdatasync must see.
+        let fillerFD = preallocateBytes > 0 ? open(path, O_WRONLY | O_CLOEXEC) : -1
+        // (Without one, appends still write zeros ahead, themselves.)
+        ahead = ZerosAhead(fd: fillerFD, bytes: fillerFD >= 0 ? preallocateBytes : 0, allocated: length)
+        inlineZeroBytes = max(0, preallocateBytes)
     }
+
+    /// How many zeros an append writes when it finds none ahead.
+    private let inlineZeroBytes: Int
+
+    /// Tests: appends that waited for a fill, and a pause that makes the
+    /// filler late.
+    var appendsThatWaitedForAFill: Int { ahead.state.withLock { $0.appendsThatWaited } }
+    func pauseFills(milliseconds: Int) { ahead.state.withLock { $0.pauseBeforeFillMilliseconds = milliseconds } }
+    var isFilling: Bool { ahead.state.withLock { $0.filling } }
+    var fillBeingWrittenFrom: Int? { ahead.state.withLock { $0.fillingFrom } }
 
     deinit { _ = close(fd) }
 
@@ -71,17 +74,21 @@ public final class LogFile: @unchecked Sendable {
     /// after the last good one) and the error is thrown.
     public func appendDurably(_ bytes: [UInt8]) throws(Errno) {
         let end = size + bytes.count
-        let covered = ahead.withLock { a in
-            a.claimed = max(a.claimed, end)
+        // Past the zeros while the filler writes the next ones: wait for it
+        // (it is then writing where this append would), then see again.
+        let waits = ahead.state.withLock { end > $0.allocated && $0.filling }
+        let covered = ahead.state.withLock(when: { end <= $0.allocated || !$0.filling }) { a in
+            assert(!a.filling || end <= a.allocated, "an append reached the zeros being written")
+            if waits { a.appendsThatWaited += 1 }
             return end <= a.allocated
         }
         do {
             try writeAll(bytes, at: size)
-            if !covered && preallocateBytes > 0 {
+            if !covered && inlineZeroBytes > 0 {
                 // No zeros ahead: written here, made durable by the same fdatasync.
-                let zeros = [UInt8](repeating: 0, count: preallocateBytes)
+                let zeros = [UInt8](repeating: 0, count: inlineZeroBytes)
                 try writeAll(zeros, at: end)
-                ahead.withLock { $0.allocated = max($0.allocated, end + preallocateBytes) }
+                ahead.state.withLock { $0.allocated = max($0.allocated, end + inlineZeroBytes) }
             }
             _ = try syscall { fdatasync(fd) }
         } catch {
@@ -91,24 +98,23 @@ public final class LogFile: @unchecked Sendable {
             throw error
         }
         size = end
-        guard preallocateBytes > 0 else { return }
-        let wantsFill = ahead.withLock { a in
+        let bytes = ahead.bytes
+        let wantsFill = ahead.state.withLock { a in
             a.allocated = max(a.allocated, end)
-            guard !a.filling && a.allocated - end < preallocateBytes / 2 else { return false }
+            guard bytes > 0 && !a.filling && a.allocated - end < bytes / 2 else { return false }
             a.filling = true
             return true
         }
-        if wantsFill { ZeroFiller.shared.fill(self) }
+        if wantsFill { ZeroFiller.shared.fill(ahead) }
     }
 
-    /// Cuts the file at `length` (the filler writes no piece meanwhile:
-    /// it holds the same lock while it writes one).
+    /// Cuts the file at `length` whatever happens (a failed append's bytes
+    /// must go); a fill in progress stops at its next piece.
     private func cut(to length: Int) {
-        ahead.withLock { a in
-            _ = ftruncate(fd, off_t(length))
-            _ = fdatasync(fd)
+        _ = ftruncate(fd, off_t(length))
+        _ = fdatasync(fd)
+        ahead.state.withLock { a in
             a.allocated = length
-            a.claimed = length
             a.epoch += 1
         }
     }
@@ -123,11 +129,10 @@ public final class LogFile: @unchecked Sendable {
 
     /// Cuts the file to `length` bytes, durably.
     public func truncate(to length: Int) throws(Errno) {
-        try ahead.withLock { (a) throws(Errno) in
-            _ = try syscall { ftruncate(fd, off_t(length)) }
-            _ = try syscall { fdatasync(fd) }
+        _ = try syscall { ftruncate(fd, off_t(length)) }
+        _ = try syscall { fdatasync(fd) }
+        ahead.state.withLock { a in
             a.allocated = length
-            a.claimed = length
             a.epoch += 1
         }
         size = length
@@ -160,13 +165,56 @@ public final class LogFile: @unchecked Sendable {
     }
 }
 
+/// What a log file's appends share with the filler: the zeros written ahead.
+///
+/// Why the filler needs no lock while it writes: a fill covers
+/// [allocated, allocated + bytes) as `allocated` was when it began, and
+/// `allocated` does not move while `filling` is set (only the filler's end
+/// or a cut moves it then). Appends below it write below that range; an
+/// append that would go past it waits in `appendDurably` until the fill
+/// ends. So no data is written where the filler writes, and the filler's
+/// sync_file_range (whole pages inside its range only) never writes out a
+/// page of an append still in flight.
+final class ZerosAhead: @unchecked Sendable {
+    // @unchecked: `fd` and `bytes` are constants; `state` is behind its lock.
+    struct State {
+        /// The file's length known to be data or durable zeros.
+        var allocated: Int
+        /// A fill is queued or running.
+        var filling = false
+        /// Changed by a cut: a fill begun before it stops and does not count.
+        var epoch = 0
+        /// Where the fill being written begins (nil: none being written).
+        var fillingFrom: Int?
+        /// Appends that waited for a fill (tests).
+        var appendsThatWaited = 0
+        /// How long the filler sleeps once it knows where a fill goes, before
+        /// it writes (tests: to be outrun).
+        var pauseBeforeFillMilliseconds = 0
+    }
+    /// The filler's own description of the file (-1: none).
+    let fd: Int32
+    /// Zeros a fill writes (0: no fills).
+    let bytes: Int
+    let state: Locked<State>
+
+    init(fd: Int32, bytes: Int, allocated: Int) {
+        self.fd = fd
+        self.bytes = bytes
+        state = Locked(State(allocated: allocated))
+    }
+
+    deinit { if fd >= 0 { _ = close(fd) } }
+}
+
 /// The thread that writes zeros ahead of log files' data (LogFile), one for
-/// the process: a fill is 1 MiB written about once per MiB of appends, and
+/// the process: a fill is 1 MiB written about once per 1 MiB of appends, and
 /// the files of every shard share it.
 final class ZeroFiller: Sendable {
     static let shared = ZeroFiller()
     static let pieceBytes = 64 << 10
-    private let queue = BlockingQueue<LogFile>()
+    static let pageBytes = 4096
+    private let queue = BlockingQueue<ZerosAhead>()
 
     private init() {
         let queue = self.queue
@@ -186,32 +234,45 @@ final class ZeroFiller: Sendable {
     }
 
     /// Queues a fill of `file` (its `filling` already set).
-    func fill(_ file: LogFile) {
-        if !queue.put(file) { file.ahead.withLock { $0.filling = false } }
+    func fill(_ file: ZerosAhead) {
+        if !queue.put(file) { Self.finish(file, publishing: nil) }
     }
 
-    /// Writes `preallocateBytes` of zeros after what `file` has, a piece at
-    /// a time, then fdatasyncs and publishes them. Stops without publishing
-    /// when an append claims the space first, a cut happens, or a write
-    /// fails (a full disk): the appending thread then writes its own.
-    private static func fill(_ file: LogFile, _ zeros: [UInt8]) {
-        let (from, epoch) = file.ahead.withLock { ($0.allocated, $0.epoch) }
-        let to = from + file.preallocateBytes
+    /// Writes `file.bytes` of zeros after what the file has, a piece at a
+    /// time, then fdatasyncs and publishes them. Stops without publishing
+    /// when a cut happens or a write fails (a full disk): appends then
+    /// write their own.
+    private static func fill(_ file: ZerosAhead, _ zeros: [UInt8]) {
+        let (from, epoch, pause) = file.state.withLock { a in
+            a.fillingFrom = a.allocated
+            return (a.allocated, a.epoch, a.pauseBeforeFillMilliseconds)
+        }
+        if pause > 0 { OSThread.sleep(milliseconds: pause) }
+        let to = from + file.bytes
         var at = from
         var ok = true
         while ok && at < to {
             let count = min(pieceBytes, to - at)
-            ok = file.ahead.withLock { a in
-                guard a.epoch == epoch && a.claimed <= at else { return false }
-                return zeros.withUnsafeBytes { pwrite(file.fd, $0.baseAddress!, count, off_t(at)) } == count
+            ok = file.state.withLock { $0.epoch == epoch }
+                && zeros.withUnsafeBytes({ pwrite(file.fd, $0.baseAddress!, count, off_t(at)) }) == count
+            // Whole pages only: the page holding `from` may also hold the
+            // end of an append not yet made durable.
+            let first = (at + pageBytes - 1) / pageBytes * pageBytes
+            if ok && at + count > first {
+                ok = groser_write_out_range(file.fd, off_t(first), off_t(at + count - first)) == 0
             }
-            if ok { ok = groser_write_out_range(file.fd, off_t(at), off_t(count)) == 0 }
             at += count
         }
         if ok { ok = fdatasync(file.fd) == 0 }
-        file.ahead.withLock { a in
-            if ok && a.epoch == epoch { a.allocated = max(a.allocated, to) }
+        finish(file, publishing: ok ? (to, epoch) : nil)
+    }
+
+    private static func finish(_ file: ZerosAhead, publishing: (to: Int, epoch: Int)?) {
+        file.state.withLock { a in
+            if let p = publishing, a.epoch == p.epoch { a.allocated = max(a.allocated, p.to) }
             a.filling = false
+            a.fillingFrom = nil
         }
+        file.state.wakeWaiters()
     }
 }

@@ -1,5 +1,5 @@
 import GroserStorage
-import GroserSystem
+@testable import GroserSystem
 import GroserWire
 import Testing
 #if canImport(Glibc)
@@ -224,5 +224,29 @@ struct CustomerLogTests {
         let firstWrong = expected.indices.first { bytes[$0] != expected[$0] }
         #expect(firstWrong == nil, "byte \(firstWrong ?? -1) of \(expected.count) differs")
         #expect(bytes[expected.count...].allSatisfy { $0 == 0 }, "only zeros after the data")
+    }
+
+    @Test func anAppendPastTheZerosWaitsForTheFillInProgressAndLosesNoByte() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/log-00000000"
+        let file = try LogFile(path: path, preallocateBytes: 8192)
+        try file.appendDurably([UInt8](repeating: 1, count: 1000))  // zeros to 9,192, written by the append
+        file.pauseFills(milliseconds: 300)
+        try file.appendDurably([UInt8](repeating: 2, count: 5000))  // under half left: a fill of 9,192..<17,384 starts, late
+        #expect(Self.eventually { file.fillBeingWrittenFrom == 9192 })
+        let started = monotonicNanoseconds()
+        try file.appendDurably([UInt8](repeating: 3, count: 8000))  // to 14,000: past the zeros, into the fill's range
+        let waited = Double(monotonicNanoseconds() - started) / 1e6
+        #expect(file.appendsThatWaitedForAFill == 1)
+        #expect(waited >= 200, "the append went on after \(waited) ms, with the filler still to write where it wrote")
+        // The fill's zeros then covered it: no zeros written by the append
+        // itself, and the next fill (under half left again) follows them.
+        #expect(Self.eventually { !file.isFilling })
+        #expect(file.allocated == 9192 + 2 * 8192)
+        let bytes = try #require(try Files.read(path))
+        #expect(bytes.count == 9192 + 2 * 8192)
+        #expect(bytes[0..<1000].allSatisfy { $0 == 1 } && bytes[1000..<6000].allSatisfy { $0 == 2 }
+                && bytes[6000..<14_000].allSatisfy { $0 == 3 })
+        #expect(bytes[14_000...].allSatisfy { $0 == 0 }, "only zeros after the data")
     }
 }
