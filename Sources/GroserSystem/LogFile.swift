@@ -67,7 +67,12 @@ public final class LogFile {
     var isFilling: Bool { ahead.state.withLock { $0.filling } }
     var fillBeingWrittenFrom: Int? { ahead.state.withLock { $0.fillingFrom } }
 
-    deinit { _ = close(fd) }
+    deinit {
+        // A sealed segment needs no more zeros: a fill still queued or
+        // running for it stops at its next piece.
+        ahead.state.withLock { $0.epoch += 1 }
+        _ = close(fd)
+    }
 
     /// Writes `bytes` at the end and fdatasyncs. On any failure the file is
     /// cut back to its size before the call (so a later append continues
