@@ -195,8 +195,12 @@ def run_attack(kind: str, c: g.Conn, rng: random.Random, valid: list[bytes], cou
     elif kind == "at-limit":
         # A frame of exactly the maximum: legal. Either a whole one (an
         # unknown field of ~4 MiB, answered UNIMPLEMENTED) or most of one.
-        pad = g.MAX_FRAME - 8
-        body = b"\x08\x2a" + b"\xfa\x01" + encode_varint(pad) + bytes(pad)
+        # Field 9999 (length-delimited): no method has it. (Field 31, used
+        # here first, became CancelWatch: its zeros were read as a message
+        # of too many fields, and every whole at-limit frame was refused.)
+        tag = encode_varint(9999 << 3 | 2)
+        pad = g.MAX_FRAME - 2 - len(tag) - 4
+        body = b"\x08\x2a" + tag + encode_varint(pad) + bytes(pad)
         body = body[:g.MAX_FRAME]
         if rng.random() < 0.5:
             data = g.frame(body)
