@@ -109,7 +109,7 @@ struct ConnectionStateMachineTests {
         #expect(m.pendingOutputBytes == 0)
         // Then 1's: 1, then 2 and 3 answered in their turn, then 4, then 5.
         m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
-        #expect(ids(Array(m.output[m.outputOffset...])) == [1, 2, 3, 4, 5])
+        #expect(ids(m.output.bytes) == [1, 2, 3, 4, 5])
         #expect(r.answeredLater == [2, 3, 5])
         #expect(m.held.isEmpty)
     }
@@ -134,7 +134,7 @@ struct ConnectionStateMachineTests {
         var later: [UInt8] = []
         m.answerArrived(slot: r.submitted[1].slot, frame: r.frame(3), into: &later, &r)
         #expect(later.isEmpty)
-        let owed = Array(m.output[m.outputOffset...])
+        let owed = m.output.bytes
         let whole = r.frame(1) + r.frame(2) + r.frame(3) + r.frame(4)
         #expect(owed == Array(whole[5...]))
         #expect(m.held.isEmpty)
@@ -159,7 +159,7 @@ struct ConnectionStateMachineTests {
         var all: [UInt64] = []
         var rounds = 0
         repeat {
-            all += ids(Array(m.output[m.outputOffset...]))
+            all += ids(m.output.bytes)
             m.wrote(m.pendingOutputBytes, now: 4)
             let resumed = m.resume(now: 4)
             #expect(resumed)
@@ -168,7 +168,7 @@ struct ConnectionStateMachineTests {
             m.keep(&more, written: 0, now: 5)
             rounds += 1
         } while m.decoder.bufferedByteCount > 0 && rounds < 10
-        all += ids(Array(m.output[m.outputOffset...]))
+        all += ids(m.output.bytes)
         #expect(all == Array(1...8) && rounds > 1)
         #expect(m.isReading)
     }
@@ -199,7 +199,7 @@ struct ConnectionStateMachineTests {
         #expect(error == .frameTooLarge(length: 1000, maximum: 64))
         #expect(!m.isReading && out.isEmpty && !m.isDone)
         m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
-        let sent = answers(Array(m.output[m.outputOffset...]))
+        let sent = answers(m.output.bytes)
         #expect(sent.map(\.0) == [1, 0] && sent.last?.1 == .resourceExhausted)
         m.wrote(m.pendingOutputBytes, now: 2)
         #expect(m.isDone)
@@ -246,7 +246,7 @@ struct ConnectionStateMachineTests {
         m.wrote(m.pendingOutputBytes, now: 2)
         #expect(m.mayPushWatchFrames)
         m.pushWatchFrames { $0 += r.frame(99) }
-        #expect(ids(Array(m.output[m.outputOffset...])) == [99] && !m.mayPushWatchFrames)
+        #expect(ids(m.output.bytes) == [99] && !m.mayPushWatchFrames)
         m.watchFrameWaiting()
         m.watchFrameDropped()
         #expect(!m.mayPushWatchFrames)
@@ -333,7 +333,7 @@ struct ConnectionStateMachineTests {
         #expect(m.decoder.bufferedByteCount == 0 && m.decoder.storageByteCount == 0 && !m.isReading)
         // The status goes after the answer owed before it, once.
         m.answerArrived(slot: r.submitted[0].slot, frame: r.frame(1), &r)
-        let sent = answers(Array(m.output[m.outputOffset...]))
+        let sent = answers(m.output.bytes)
         #expect(sent.map(\.0) == [1, 0] && sent.last?.1 == .resourceExhausted)
     }
 }

@@ -53,11 +53,8 @@ final class Connection {
     /// the connection failed and must be closed.
     func flush(now: UInt64) -> Bool {
         while machine.pendingOutputBytes > 0 {
-            let offset = machine.outputOffset
-            let result = machine.output.withUnsafeBytes { raw in
-                Result { () throws(Errno) -> IOResult in
-                    try socket.write(UnsafeRawBufferPointer(rebasing: raw[offset...]))
-                }
+            let result = machine.output.withFirstBytes { raw in
+                Result { () throws(Errno) -> IOResult in try socket.write(raw) }
             }
             switch result {
             case .success(.processed(let n)): machine.wrote(n, now: now)

@@ -85,9 +85,8 @@ public struct ConnectionStateMachine {
     /// Holds a frame whose rest has not arrived yet (or frames read while
     /// the connection must wait); empty otherwise.
     public private(set) var decoder: FrameDecoder
-    /// Encoded frames not yet written, from `outputOffset` on.
-    public private(set) var output: [UInt8] = []
-    public private(set) var outputOffset = 0
+    /// Encoded frames not yet written.
+    public private(set) var output = OutputChunks()
     /// Answers held back behind an awaited one, in request order.
     public private(set) var held: [(slot: UInt64, answer: HeldAnswer)] = []
     private var nextSlot: UInt64 = 0
@@ -113,7 +112,7 @@ public struct ConnectionStateMachine {
         lastProgress = now
     }
 
-    public var pendingOutputBytes: Int { output.count - outputOffset }
+    public var pendingOutputBytes: Int { output.count }
     /// Whether the loop should read from the socket.
     public var isReading: Bool { !closing && !pausedForOutput && !pausedForAnswers }
     /// Whether the loop should wait for the socket to take more output.
@@ -177,8 +176,7 @@ public struct ConnectionStateMachine {
     /// Event: reading failed; nothing more goes out either.
     public mutating func readFailed() {
         closing = true
-        output = []
-        outputOffset = 0
+        output.removeAll()
     }
 
     @inline(__always)
@@ -272,9 +270,8 @@ public struct ConnectionStateMachine {
     /// `releaseReady` behind what is owed.
     private mutating func releaseReadyIntoOutput<R: FrameResponder>(_ responder: inout R) {
         var out: [UInt8] = []
-        swap(&out, &output)
         releaseReady(into: &out, &responder)
-        swap(&out, &output)
+        output.append(out)
     }
 
     /// Moves the held answers that are ready, from the front, to `out`.
@@ -295,31 +292,24 @@ public struct ConnectionStateMachine {
     // MARK: Writing
 
     /// Event: answers in `out` were offered to the socket directly and it
-    /// took `written` bytes; the rest is kept (the buffer swapped in, not
-    /// copied, when nothing was owed before). Takes `out`'s bytes either way.
+    /// took `written` bytes; the rest is kept, copied. `out` is the caller's
+    /// again afterwards (to be emptied, its room kept).
     public mutating func keep(_ out: inout [UInt8], written: Int, now: UInt64) {
         // Bytes the socket took are progress, as in `wrote`: an answer that
         // waited for a shard restarts the idle clock when it goes out.
         if written > 0 { lastProgress = now }
         guard written < out.count else { return }
-        if pendingOutputBytes == 0 {
-            swap(&output, &out)
-            outputOffset = written
-            stalledSince = now
-        } else {
-            output.append(contentsOf: out[written...])
-        }
+        if pendingOutputBytes == 0 { stalledSince = now }
+        // Copied, in chunks (see OutputChunks): the caller keeps its buffer,
+        // and its room, for the next answers.
+        out.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[written...])) }
     }
 
     /// Event: the socket took `count` bytes of the owed output.
     public mutating func wrote(_ count: Int, now: UInt64) {
-        outputOffset += count
+        output.consume(count)
         lastProgress = now
         stalledSince = 0
-        if outputOffset == output.count {
-            output = []
-            outputOffset = 0
-        }
     }
 
     /// Event: the socket took nothing (it would block).
@@ -343,7 +333,9 @@ public struct ConnectionStateMachine {
 
     /// Appends the waiting watch frames `emit` writes to the output.
     public mutating func pushWatchFrames(_ emit: (inout [UInt8]) -> Void) {
-        emit(&output)
+        var out: [UInt8] = []
+        emit(&out)
+        output.append(out)
         watchesPending = 0
     }
 
@@ -381,7 +373,7 @@ public struct ConnectionStateMachine {
         guard !closing else { return }
         var frame: [UInt8] = []
         ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
-        if held.isEmpty { output.append(contentsOf: frame) } else { _ = hold(.ready(frame)) }
+        if held.isEmpty { output.append(frame) } else { _ = hold(.ready(frame)) }
         closing = true
     }
 }
