@@ -735,7 +735,18 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         if unfinished.bytes > unfinished.limit { enforceBudget() }
+        // The answer buffer keeps its room between reads (up to 4 MiB), but
+        // not for good: once a second a large one goes, so that a burst of
+        // large answers does not stay resident (it is grown again when needed).
+        if output.isEmpty && output.capacity > Self.readChunk { output = [] }
+        // Owed output lives in heap chunks (OutputChunks); after a burst of
+        // it (clients that read slowly, or large answers) the heap keeps the
+        // chunks' pages unless they are given back.
+        Allocator.returnFreeMemory(ifMoreThan: Self.freeHeapBytesKept)
     }
+
+    /// Freed heap memory kept before the sweep gives it back to the kernel.
+    static let freeHeapBytesKept = 1 << 20
 
     // MARK: Shutdown
 

@@ -237,6 +237,15 @@ public enum Allocator {
         _ = malloc_trim(0)
     }
 
+    /// `returnFreeMemory` when the heaps hold more than `bytes` freed
+    /// (mallinfo2: free chunks, not counting what is already above the top).
+    /// Cheap to ask: it sums malloc's bins, not every chunk.
+    public static func returnFreeMemory(ifMoreThan bytes: Int) {
+        guard !underAddressSanitizer else { return }
+        let info = mallinfo2()
+        if Int(info.fordblks) - Int(info.keepcost) > bytes { _ = malloc_trim(0) }
+    }
+
     /// Whether this process runs with AddressSanitizer's runtime, whose
     /// `__asan_init` is exported from the executable.
     public static let underAddressSanitizer: Bool =
