@@ -15,8 +15,10 @@ final class EventLoop: @unchecked Sendable {
     private static let listenerToken = UInt64.max
     private static let wakeToken = UInt64.max - 1
     private static let readChunk = 64 * 1024
-    /// The loop keeps an output buffer up to this size between reads.
+    /// The loop keeps an output buffer up to this size between reads...
     private static let retainedOutputCapacity = 4 * 1024 * 1024
+    /// ...and, once a second, no more than this one unless it holds answers.
+    private static let idleOutputCapacity = 64 * 1024
 
     let index: Int
     private let epoll: Epoll
@@ -738,7 +740,7 @@ final class EventLoop: @unchecked Sendable {
         // The answer buffer keeps its room between reads (up to 4 MiB), but
         // not for good: once a second a large one goes, so that a burst of
         // large answers does not stay resident (it is grown again when needed).
-        if output.isEmpty && output.capacity > Self.readChunk { output = [] }
+        if output.isEmpty && output.capacity > Self.idleOutputCapacity { output = [] }
         // Owed output lives in heap chunks (OutputChunks); after a burst of
         // it (clients that read slowly, or large answers) the heap keeps the
         // chunks' pages unless they are given back.

@@ -243,7 +243,7 @@ public enum Allocator {
     public static func returnFreeMemory(ifMoreThan bytes: Int) {
         guard !underAddressSanitizer else { return }
         let info = mallinfo2()
-        if Int(info.fordblks) - Int(info.keepcost) > bytes { _ = malloc_trim(0) }
+        if Int(info.fordblks) - Int(info.keepcost) > bytes { returnFreeMemory() }
     }
 
     /// Whether this process runs with AddressSanitizer's runtime, whose

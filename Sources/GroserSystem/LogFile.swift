@@ -81,11 +81,12 @@ public final class LogFile {
         let end = size + bytes.count
         // Past the zeros while the filler writes the next ones: wait for it
         // (it is then writing where this append would), then see again.
-        let waits = ahead.state.withLock { end > $0.allocated && $0.filling }
-        let covered = ahead.state.withLock(when: { end <= $0.allocated || !$0.filling }) { a in
-            assert(!a.filling || end <= a.allocated, "an append reached the zeros being written")
-            if waits { a.appendsThatWaited += 1 }
-            return end <= a.allocated
+        var (covered, waits) = ahead.state.withLock { (end <= $0.allocated, end > $0.allocated && $0.filling) }
+        if waits {
+            covered = ahead.state.withLock(when: { end <= $0.allocated || !$0.filling }) { a in
+                a.appendsThatWaited += 1
+                return end <= a.allocated
+            }
         }
         do {
             try writeAll(bytes, at: size)
@@ -118,6 +119,12 @@ public final class LogFile {
     private func cut(to length: Int) {
         _ = ftruncate(fd, off_t(length))
         _ = fdatasync(fd)
+        zerosEnd(at: length)
+    }
+
+    /// The file now ends at `length`: no zeros ahead, and a fill begun
+    /// before does not count.
+    private func zerosEnd(at length: Int) {
         ahead.state.withLock { a in
             a.allocated = length
             a.epoch += 1
@@ -136,10 +143,7 @@ public final class LogFile {
     public func truncate(to length: Int) throws(Errno) {
         _ = try syscall { ftruncate(fd, off_t(length)) }
         _ = try syscall { fdatasync(fd) }
-        ahead.state.withLock { a in
-            a.allocated = length
-            a.epoch += 1
-        }
+        zerosEnd(at: length)
         size = length
     }
 
