@@ -21,9 +21,14 @@ public enum Files {
     public static func makeTemporaryDirectory(prefix: String) throws(Errno) -> String {
         let base = ProcessInfo.environment("TMPDIR") ?? "/tmp"
         var template = Array("\(base)/\(prefix)XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        // mkdtemp fills in the template itself: the name is read inside the
+        // closure, while the buffer it points into is alive.
+        let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
+            guard let p = mkdtemp(buffer.baseAddress!) else { return nil }
+            return String(cString: p)
+        }
         guard let made else { throw Errno.current }
-        return String(cString: made)
+        return made
     }
 
     /// True when `path` is a Unix socket.

@@ -271,8 +271,9 @@ public enum ProtoSchema {
 
     static let registry: Registry = {
         var r = Registry()
-        withUnsafePointer(to: groser__v1__request__descriptor) { r.add($0) }
-        withUnsafePointer(to: groser__v1__response__descriptor) { r.add($0) }
+        // The static descriptors' own addresses: the registry keeps them.
+        r.add(groser_request_descriptor())
+        r.add(groser_response_descriptor())
         return r
     }()
 

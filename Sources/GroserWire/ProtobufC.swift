@@ -200,7 +200,7 @@ public enum BodyEncoder {
             p.pointee.n_methods = v.methods.count
             p.pointee.methods = arena.array(v.methods.map(arena.string))
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     public static func listCities(_ v: CityList) -> [UInt8] {
@@ -211,7 +211,7 @@ public enum BodyEncoder {
             p.pointee.cities = arena.array(v.cities.map(arena.city))
             p.pointee.catalog_version = v.catalogVersion
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     public static func getStore(_ v: StoreCatalog) -> [UInt8] {
@@ -226,7 +226,7 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.not_modified = v.notModified ? 1 : 0
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     public static func getShelf(_ v: ShelfContents) -> [UInt8] {
@@ -240,7 +240,7 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.not_modified = v.notModified ? 1 : 0
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     public static func listProducts(_ v: ProductPage) -> [UInt8] {
@@ -253,37 +253,37 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.total_size = v.totalSize
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     /// One product's encoding (a `Product` message), as catalog segments keep it.
     public static func product(_ v: Product) -> [UInt8] {
         let arena = Arena()
-        return withMessage(arena.product(v), pack)
+        return withExtendedLifetime(arena) { withMessage(arena.product(v), pack) }
     }
 
     /// A `StoreSummary` message.
     public static func storeSummary(_ v: StoreSummary) -> [UInt8] {
         let arena = Arena()
-        return withMessage(arena.storeSummary(v), pack)
+        return withExtendedLifetime(arena) { withMessage(arena.storeSummary(v), pack) }
     }
 
     /// A `City` message.
     public static func city(_ v: City) -> [UInt8] {
         let arena = Arena()
-        return withMessage(arena.city(v), pack)
+        return withExtendedLifetime(arena) { withMessage(arena.city(v), pack) }
     }
 
     /// A `Department` message.
     public static func department(_ v: Department) -> [UInt8] {
         let arena = Arena()
-        return withMessage(arena.department(v), pack)
+        return withExtendedLifetime(arena) { withMessage(arena.department(v), pack) }
     }
 
     /// One shelf's encoding (a `Shelf` message, products included).
     public static func shelf(_ v: Shelf) -> [UInt8] {
         let arena = Arena()
-        return withMessage(arena.shelf(v), pack)
+        return withExtendedLifetime(arena) { withMessage(arena.shelf(v), pack) }
     }
 }
 
@@ -354,7 +354,7 @@ extension Request {
                 }
             }
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 
     /// The most fields a request may have, counted as `fieldCount` counts
@@ -395,9 +395,7 @@ extension Request {
     /// the frame itself). Reads the frame once, allocating nothing.
     public static func fieldCount(_ bytes: UnsafeRawBufferPointer, stoppingPast limit: Int = maximumFieldCount) -> Int {
         var count = 0
-        withUnsafePointer(to: groser__v1__request__descriptor) { descriptor in
-            countFields(bytes, descriptor, depth: 0, limit: limit, into: &count)
-        }
+        countFields(bytes, groser_request_descriptor(), depth: 0, limit: limit, into: &count)
         return count
     }
 

@@ -105,6 +105,6 @@ extension BodyEncoder {
             p.pointee.store_uid = arena.string(v.storeUID)
             p.pointee.store_version = v.storeVersion
         }
-        return withMessage(p, pack)
+        return withExtendedLifetime(arena) { withMessage(p, pack) }
     }
 }

@@ -12,10 +12,9 @@ final class ScratchDirectory {
     let path: String
 
     init() throws {
-        var template = Array("/tmp/groser-commerce-tests-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard let made else { throw SetupError("mkdtemp failed, errno \(errno)") }
-        path = String(cString: made)
+        // The one mkdtemp wrapper (GroserSystem): it reads the name while
+        // the template is alive.
+        do { path = try Files.makeTemporaryDirectory(prefix: "groser-commerce-tests-") } catch { throw SetupError("mkdtemp failed: \(error)") }
     }
 
     deinit { Self.remove(path) }

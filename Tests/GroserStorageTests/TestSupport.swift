@@ -1,3 +1,4 @@
+import GroserSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,10 +12,9 @@ final class TemporaryDirectory {
     let path: String
 
     init() throws {
-        var template = Array("/tmp/groser-storage-tests-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard let made else { throw TestSetupError(description: "mkdtemp failed, errno \(errno)") }
-        path = String(cString: made)
+        // The one mkdtemp wrapper (GroserSystem): it reads the name while
+        // the template is alive.
+        do { path = try Files.makeTemporaryDirectory(prefix: "groser-storage-tests-") } catch { throw TestSetupError(description: "mkdtemp failed: \(error)") }
     }
 
     deinit { Self.remove(path) }

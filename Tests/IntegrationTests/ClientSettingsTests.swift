@@ -1,5 +1,6 @@
 import Foundation
 import GroserClient
+import GroserSystem
 import Testing
 
 /// The client's remembered city and session, in a file of its own.
@@ -9,10 +10,9 @@ struct ClientSettingsTests {
     final class Scratch {
         let path: String
         init() throws {
-            var template = Array("/tmp/groser-settings-XXXXXX".utf8CString)
-            let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-            guard let made else { throw TestFailure("mkdtemp failed, errno \(errno)") }
-            path = String(cString: made)
+            // The one mkdtemp wrapper (GroserSystem): it reads the name while
+            // the template is alive.
+            do { path = try Files.makeTemporaryDirectory(prefix: "groser-settings-") } catch { throw TestFailure("mkdtemp failed: \(error)") }
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
         func file(_ name: String) -> String { path + "/" + name }
