@@ -25,6 +25,22 @@ enum CatalogFile {
         let object = try parser.document()
         var fields = Fields(object)
         let type = try fields.string("type")
+        do {
+            return try parseFields(type, &fields)
+        } catch {
+            // A record's error names the record (docs/CATALOG.md §7), and the
+            // line still counts as one of the records the end record counts.
+            guard recordTypes.contains(type) else { throw error }
+            var name = type
+            if let (_, value) = object.first(where: { $0.0 == "uid" }), case .string(let uid) = value { name += " \(uid)" }
+            throw LineError("\(name): \(error.reason)", isRecord: true)
+        }
+    }
+
+    /// The types of the lines the end record counts.
+    static let recordTypes: Set<String> = ["city", "store", "department", "shelf", "product"]
+
+    private static func parseFields(_ type: String, _ fields: inout Fields) throws(LineError) -> Line {
         // An unknown field is named first: a typo is the likely cause of a missing one.
         if let allowed = keys[type] { try fields.allowOnly(allowed) }
         let result: Line
@@ -129,7 +145,13 @@ enum CatalogFile {
 /// Why a line could not be read.
 struct LineError: Error {
     var reason: String
-    init(_ reason: String) { self.reason = reason }
+    /// The line is a record (city, store, ...) that could not be read: the
+    /// end record counts it all the same.
+    var isRecord = false
+    init(_ reason: String, isRecord: Bool = false) {
+        self.reason = reason
+        self.isRecord = isRecord
+    }
 }
 
 /// A JSON value as the catalog format allows it.

@@ -47,6 +47,7 @@ enum CatalogTransfer {
                     if count != records { report(n, "the end record counts \(count) records, but the file holds \(records)") }
                 }
             } catch {
+                if error.isRecord { records += 1 }
                 report(n, error.reason)
             }
         }

@@ -28,7 +28,7 @@ extension Commands {
         validate: { parsed throws(UsageError) in
             let store = try StoreChoice(parsed)
             let accept = parsed.flags.contains("--accept-prices")
-            return { ctx in try withCart(ctx, store) { client, session, storeUID in
+            return { ctx in try withCart(ctx, store, acceptedPrices: accept) { client, session, storeUID in
                 try client.cart(session: session, storeUID: storeUID, acceptPrices: accept)
             } }
         })
@@ -365,11 +365,12 @@ func withSession(_ ctx: Context, _ choice: StoreChoice,
     }
 }
 
-/// `withSession` for commands that print the resulting cart.
-func withCart(_ ctx: Context, _ choice: StoreChoice,
+/// `withSession` for commands that print the resulting cart;
+/// `acceptedPrices` when the cart is the answer to accepting its prices.
+func withCart(_ ctx: Context, _ choice: StoreChoice, acceptedPrices: Bool = false,
               _ body: @escaping (GroserClient, String, String) throws -> Cart) throws {
     try withSession(ctx, choice) { client, session, storeUID in
         let cart = try body(client, session, storeUID)
-        ctx.print(.cart(cart), human: HumanOutput.cart(cart))
+        ctx.print(.cart(cart), human: HumanOutput.cart(cart, acceptedPrices: acceptedPrices))
     }
 }

@@ -93,20 +93,27 @@ public enum HumanOutput {
         return out + table(rows, rightAligned: [3])
     }
 
-    static func cart(_ c: Cart) -> TerminalText {
+    /// A cart as a table. `acceptedPrices` is true for the answer to
+    /// `cart --accept-prices`: the lines the server still marks are the ones
+    /// just accepted (PROTOCOL.md 7.3), shown as accepted, not as pending.
+    static func cart(_ c: Cart, acceptedPrices: Bool = false) -> TerminalText {
         if c.lines.isEmpty { return "The cart at \(c.storeUID) is empty (version \(c.version)).\n" }
         var out: TerminalText = "Cart at \(c.storeUID) · version \(c.version)\n"
         var rows: [[String]] = [["PRODUCT", "UID", "PRICE", "QTY", "TOTAL", ""]]
         for l in c.lines {
             var note = ""
-            if l.priceChanged, let before = l.previousPrice { note = "price changed from \(price(before))" }
+            if l.priceChanged, let before = l.previousPrice {
+                note = acceptedPrices ? "price accepted (was \(price(before)))" : "price changed from \(price(before))"
+            }
             if l.outOfStock { note += note.isEmpty ? "out of stock" : "; out of stock" }
             rows.append([l.name, l.productUID, price(l.unitPrice), String(l.quantity), price(l.lineTotal), note])
         }
         rows.append(["SUBTOTAL", "", "", String(c.itemCount), price(c.subtotal), ""])
         out += table(rows, rightAligned: [2, 3, 4])
         if c.lines.contains(where: \.priceChanged) {
-            out += "Changed prices are not accepted yet: checkout refuses them until 'groser-client cart --accept-prices'.\n"
+            out += acceptedPrices
+                ? "The new prices are accepted: checkout with --expect-version \(c.version) charges them.\n"
+                : "Changed prices are not accepted yet: checkout refuses them until 'groser-client cart --accept-prices'.\n"
         }
         return out
     }
