@@ -19,22 +19,76 @@ struct FuzzRegressionTests {
         return names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { dir.appendingPathComponent($0) }
     }
 
-    func runAll(_ files: [URL]) throws {
+    /// Runs every file through one harness; each file's answers (the
+    /// harness's trace lines) by name.
+    @discardableResult
+    func runAll(_ files: [URL]) throws -> [String: [String]] {
         let harness = try FuzzHarness()
         defer { harness.removeFiles() }
+        let lines = TraceLines()
+        harness.trace = { lines.append($0) }
+        var answers: [String: [String]] = [:]
         for file in files {
             let bytes = try [UInt8](Data(contentsOf: file))
+            lines.reset()
             let problems = harness.run(bytes)
+            answers[file.lastPathComponent] = lines.all
             #expect(problems.isEmpty, "\(file.lastPathComponent): \(problems.joined(separator: "; "))")
         }
+        return answers
     }
 
+    /// What each regression input's fix makes groserd answer, frame by frame
+    /// (the harness's trace: `#N id ID METHOD → STATUS`): each fragment must
+    /// appear in that frame's line. An input not listed here must still pass
+    /// the harness; one listed must exist.
+    static let regressionAnswers: [String: [String]] = [
+        // The third line passes UInt32.max items: refused, not a trap.
+        "count-overflow-commit-thread-trap": ["id 91 AddItem → OK", "id 92 AddItem → OK",
+                                              "id 93 AddItem → FAILED_PRECONDITION: The cart would hold more than 4294967295 items",
+                                              "id 94 AddItem → FAILED_PRECONDITION", "id 95 SetQuantity → OK",
+                                              "id 96 GetCart → OK", "id 97 Checkout → FAILED_PRECONDITION"],
+        "overlong-strings-stored-and-sent-back": ["id 101 AddItem → OK",
+                                                  "id 102 Checkout → INVALID_ARGUMENT: The field delivery_address",
+                                                  "id 103 Checkout → INVALID_ARGUMENT: The field idempotency_key",
+                                                  "id 104 GetCart → INVALID_ARGUMENT: The field session",
+                                                  "id 105 Checkout → OK", "id 106 ListOrders → OK"],
+        "too-many-fields-protobuf-c-memory": ["unreadable → INVALID_ARGUMENT: The request has more than 256 fields",
+                                              "unreadable → INVALID_ARGUMENT: The request has more than 256 fields",
+                                              "unreadable → INVALID_ARGUMENT: The request has more than 256 fields",
+                                              "id 114 ServerInfo → OK", "id 115 ServerInfo → OK"],
+        // The over-size prefix gets no line of its own: the stream ends with
+        // RESOURCE_EXHAUSTED, which the harness checks itself.
+        "frame-prefix-over-maximum-by-one": ["id 121 ServerInfo → OK"],
+        "partial-frame-at-maximum": ["id 131 none → UNIMPLEMENTED"],
+        "at-limit-frame-field-31-cancel-watch-zeros": ["unreadable → INVALID_ARGUMENT: The request has more than 256 fields",
+                                                       "id 43 none → UNIMPLEMENTED", "id 44 CancelWatch → NOT_FOUND"],
+    ]
+
+    /// Every saved crash or regression input (Tests/Fuzz/regressions)
+    /// passes, and says how many ran: an empty folder is a failure, not a
+    /// pass that checked nothing.
     @Test func everySavedCrashInputPasses() throws {
-        try runAll(Self.inputs("regressions"))
+        let files = Self.inputs("regressions")
+        print("fuzz regressions: \(files.count) input(s) from Tests/Fuzz/regressions: "
+              + files.map(\.lastPathComponent).joined(separator: ", "))
+        #expect(!files.isEmpty, "Tests/Fuzz/regressions holds no input: this test would check nothing")
+        let answers = try runAll(files)
+        for (name, expected) in Self.regressionAnswers.sorted(by: { $0.key < $1.key }) {
+            guard let lines = answers[name] else {
+                Issue.record("Tests/Fuzz/regressions/\(name) is missing")
+                continue
+            }
+            #expect(lines.count == expected.count, "\(name): \(lines.count) answers, expected \(expected.count): \(lines)")
+            for (line, fragment) in zip(lines, expected) {
+                #expect(line.contains(fragment), "\(name): \"\(line)\" should contain \"\(fragment)\"")
+            }
+        }
     }
 
     @Test func everySeedPasses() throws {
         let seeds = Self.inputs("corpus")
+        print("fuzz seeds: \(seeds.count) input(s) from Tests/Fuzz/corpus")
         #expect(seeds.count >= 14)
         try runAll(seeds)
     }
@@ -69,4 +123,14 @@ struct FuzzRegressionTests {
         let notRequests = Framing.frame([0xff, 0xff]) + Framing.frame([0x0a, 0x05, 0x01]) + Framing.frame([0x08])
         #expect(harness.run(notRequests).isEmpty)
     }
+}
+
+/// The trace lines of the input being run (the harness calls its trace on
+/// the test's own thread; the lock keeps the compiler's checks content).
+final class TraceLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    func reset() { lock.withLock { lines = [] } }
+    var all: [String] { lock.withLock { lines } }
 }

@@ -1,6 +1,6 @@
 @testable import GroserServer
 import GroserStorage
-import GroserSystem
+@testable import GroserSystem
 import GroserWire
 import Synchronization
 import Testing
@@ -167,11 +167,11 @@ struct CommitQueueTests {
     /// reaches it must), and at its timeout when it is not.
     @Test func gatherWaitEndsWhenTheCountIsReached() throws {
         let queue = BlockingQueue<Int>()
+        // The puts come one by one once the gather is waiting for 10 (seen
+        // in the queue), so the tenth is the one that must wake it.
         let producer = try OSThread(name: "test-producer") {
-            for i in 0..<10 {
-                OSThread.sleep(milliseconds: 2)
-                queue.put(i)
-            }
+            _ = Self.poll { queue.gatherWaitingFor == 10 }
+            for i in 0..<10 { queue.put(i) }
         }
         let started = monotonicNanoseconds()
         queue.wait(forAtLeast: 10, timeoutNanoseconds: 10_000_000_000)
@@ -187,9 +187,38 @@ struct CommitQueueTests {
         #expect(monotonicNanoseconds() - alone >= 25_000_000, "the gather ended before its count or its timeout")
         // After a gather, a plain take is woken by a single put again.
         _ = queue.take(upTo: 10, timeoutNanoseconds: 0)
-        let later = try OSThread(name: "test-put") { OSThread.sleep(milliseconds: 5); queue.put(7) }
+        // The put comes once this thread sleeps in the take (its state in
+        // /proc), so the put is what must wake it.
+        let taker = Self.currentThreadStat
+        let later = try OSThread(name: "test-put") {
+            _ = Self.poll { Self.isSleeping(taker) }
+            queue.put(7)
+        }
         #expect(queue.take(upTo: 10, timeoutNanoseconds: 5_000_000_000) == [7])
         later.join()
+    }
+
+    /// Polls `condition` every millisecond for up to 10 s.
+    static func poll(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<10_000 {
+            if condition() { return true }
+            usleep(1000)
+        }
+        return condition()
+    }
+
+    /// /proc's stat file of the calling thread ("/proc/PID/task/TID/stat").
+    static var currentThreadStat: String {
+        var link = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &link, link.count - 1)
+        return "/proc/" + String(decoding: link.prefix(max(0, n)).map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/stat"
+    }
+
+    /// True when the thread of that stat file is asleep (state S: blocked).
+    static func isSleeping(_ stat: String) -> Bool {
+        guard let bytes = try? Files.read(stat), let close = bytes.lastIndex(of: UInt8(ascii: ")")),
+              close + 2 < bytes.count else { return false }
+        return bytes[close + 2] == UInt8(ascii: "S")
     }
 
     /// A batch's array given back is emptied and reused: what it held is
@@ -220,5 +249,15 @@ struct CommitQueueTests {
         #expect(batch.count == 1 && batch[0] === t)
         #expect(batch.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == buffer,
                 "the next batch was not taken in the recycled buffer")
+    }
+}
+
+extension BlockingQueue {
+    /// The count a gather now waits for (0: none waits), read under the
+    /// queue's lock: a gather sets it and sleeps in one step.
+    var gatherWaitingFor: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return gatherTarget
     }
 }

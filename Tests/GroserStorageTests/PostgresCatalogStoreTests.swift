@@ -1,5 +1,6 @@
 import Foundation
 import GroserStorage
+import GroserSystem
 import GroserWire
 import Testing
 
@@ -165,21 +166,43 @@ struct PostgresCatalogStoreTests {
         try store.write { (t) throws(StorageError) in try t.updateProduct(ProductUpdate(productUID: product.uid, stock: 1)) }
         let hosts = [store, try PostgresCatalogStore(conninfo: db.conninfo)]
         let outcomes = Collected()
-        DispatchQueue.concurrentPerform(iterations: 2) { i in
-            do {
-                try hosts[i].write { (t) throws(StorageError) in
-                    guard let p = try t.product(product.uid), p.stock >= 1 else { throw StorageError("out of stock") }
-                    // Hold the row a moment, so the other host's checkout runs meanwhile.
-                    usleep(100_000)
-                    try t.decrementStock(productUID: product.uid, by: 1)
+        let overlapped = Collected()
+        let conninfo = db.conninfo
+        // Two threads of their own: both checkouts surely run at once.
+        let threads = try (0..<2).map { i in
+            try OSThread(name: "host-\(i)") {
+                do {
+                    try hosts[i].write { (t) throws(StorageError) in
+                        guard let p = try t.product(product.uid), p.stock >= 1 else { throw StorageError("out of stock") }
+                        // Hold the row until the other host's checkout is seen
+                        // waiting for its lock (pg_stat_activity), not for a guessed moment.
+                        if Self.waitForALockWaiter(conninfo) { overlapped.append("waited") }
+                        try t.decrementStock(productUID: product.uid, by: 1)
+                    }
+                    outcomes.append("sold")
+                } catch {
+                    outcomes.append("\(error)")
                 }
-                outcomes.append("sold")
-            } catch {
-                outcomes.append("\(error)")
             }
         }
+        threads.forEach { $0.join() }
         #expect(outcomes.values.sorted() == ["out of stock", "sold"])
+        #expect(overlapped.values == ["waited"], "the other host's checkout never waited for the row")
         #expect(try stock(db.connect(), product.uid) == 0)
+    }
+
+    /// True once a session of the database waits for a lock (polled, up to 30 s).
+    private static func waitForALockWaiter(_ conninfo: String) -> Bool {
+        guard let c = try? PostgresConnection(conninfo) else { return false }
+        for _ in 0..<3000 {
+            let waiting = try? c.execute("""
+                SELECT count(*) AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'
+                """)
+            if let n = waiting?[0, "n"], n != "0" { return true }
+            usleep(10_000)
+        }
+        return false
     }
 
     @Test func decrementingMoreThanTheStockIsRefusedAndRolledBack() throws {

@@ -233,9 +233,14 @@ struct AccountTests {
         let other = uniqueEmail("other")
         try register(other)
         #expect(try client.login(email: other, password: "correct horse battery").account.email == other)
-        // The wait ends.
-        Thread.sleep(forTimeInterval: 1.2)
-        #expect(try client.login(email: email, password: "correct horse battery").account.email == email)
+        // The wait ends: polled until the login is accepted (a refused try
+        // while throttled is not a failure, so it does not lengthen the wait).
+        var accepted: LoginResult?
+        #expect(eventually {
+            accepted = try? client.login(email: email, password: "correct horse battery")
+            return accepted != nil
+        }, "the throttle's wait did not end")
+        #expect(accepted?.account.email == email)
     }
 
     @Test func noPasswordInTheDataDirectoryOrTheLog() throws {
@@ -272,7 +277,7 @@ struct AccountEnumerationTests {
             do { _ = try client.login(email: email, password: "wrong password") } catch { s = error.status }
             return (s, Double(monotonicNanoseconds() - start) / 1e6)
         }
-        var known: [Double] = [], unknown: [Double] = []
+        var known: [Double] = [], unknown: [Double] = [], ratios: [Double] = []
         for i in 0..<50 {
             let (a, ta) = attempt("known@example.com")
             let (b, tb) = attempt("nobody-\(i)@example.com")
@@ -280,9 +285,17 @@ struct AccountEnumerationTests {
             #expect(a?.code == .unauthenticated)
             known.append(ta)
             unknown.append(tb)
+            ratios.append(ta / tb)
         }
-        let mk = known.sorted()[25], mu = unknown.sorted()[25]
-        #expect(max(mk, mu) / min(mk, mu) < 2, "median \(mk) ms for a known email, \(mu) ms for an unknown one")
+        // The time is the behaviour here. Each pair ran back to back, so a
+        // burst of load elsewhere slows both of a pair alike: the median of
+        // the pairs' ratios, not the ratio of two medians taken at different
+        // moments. The bound is 2 (an unknown email that skipped the
+        // password hash would answer many times faster), times the one scale factor.
+        let ratio = ratios.sorted()[25]
+        let bound = 2 * TestTime.scale
+        #expect(ratio < bound && ratio > 1 / bound,
+                "median ratio \(ratio) (known/unknown); medians \(known.sorted()[25]) ms and \(unknown.sorted()[25]) ms")
     }
 
     @Test func failuresFromOnePeerAreThrottledAcrossAccounts() throws {

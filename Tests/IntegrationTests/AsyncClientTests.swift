@@ -17,6 +17,9 @@ private final class ReversingServer: @unchecked Sendable {
     let path: String
     private let listener: Socket
     private var thread: OSThread?
+    /// How many requests it has read so far.
+    var received: Int { receivedCount.withLock { $0 } }
+    private let receivedCount = Locked(0)
 
     init(directory: String, expecting: Int) throws {
         path = directory + "/rev.sock"
@@ -24,6 +27,7 @@ private final class ReversingServer: @unchecked Sendable {
         try listener.bind(path: path, mode: 0o600)
         try listener.listen(backlog: 4)
         let listener = self.listener
+        let receivedCount = self.receivedCount
         thread = try OSThread(name: "reversing-server") {
             guard let connection = try? listener.accept() else { return }
             try? connection.setNonBlocking(false)
@@ -34,7 +38,10 @@ private final class ReversingServer: @unchecked Sendable {
                 let n = buffer.withUnsafeMutableBytes { raw in (try? connection.read(into: raw)) ?? .processed(0) }
                 guard case .processed(let count) = n, count > 0 else { break }
                 decoder.append(buffer[0..<count])
-                while let body = try? decoder.next(), let request = try? Request.decode(body) { ids.append(request.id) }
+                while let body = try? decoder.next(), let request = try? Request.decode(body) {
+                    ids.append(request.id)
+                    receivedCount.withLock { $0 += 1 }
+                }
             }
             for id in ids.reversed() {
                 // Response { id, server_info { server_version: "answer to <id>" } }, written by hand.
@@ -131,7 +138,11 @@ struct AsyncClientTests {
             let task = Task(executorPreference: executor) { () async throws(GroserError) -> ServerInfo in
                 try await client.serverInfo()
             }
-            try await Task.sleep(for: .milliseconds(200))
+            // Cancelled once the call is waiting for its answer: the server
+            // has read the request (polled), not after a guessed 200 ms.
+            let sentBy = monotonicNanoseconds() + TestTime.nanoseconds(milliseconds: 15_000)
+            while server.received == 0 && monotonicNanoseconds() < sentBy { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(server.received == 1, "the call's request never reached the server")
             task.cancel()
             let outcome = await task.result
             let waited = Double(monotonicNanoseconds() - started) / 1e9
@@ -139,7 +150,7 @@ struct AsyncClientTests {
                 Issue.record("expected .cancelled, got \(outcome)")
                 return
             }
-            #expect(waited < 10, "waited \(waited) s of a 120 s timeout")
+            #expect(waited < TestTime.seconds(10), "waited \(waited) s of a 120 s timeout")
             // The connection still carries other calls' timeouts, as a Duration.
             let timed = Task(executorPreference: executor) { () async throws(GroserError) -> ServerInfo in
                 try await client.serverInfo(timeout: .milliseconds(300))
@@ -150,7 +161,7 @@ struct AsyncClientTests {
                 return
             }
             let took = Double(monotonicNanoseconds() - t0) / 1e9
-            #expect(took >= 0.25 && took < 10, "timed out after \(took) s of 0.3 s (not the client's 120 s)")
+            #expect(took >= 0.25 && took < TestTime.seconds(10), "timed out after \(took) s of 0.3 s (not the client's 120 s)")
         }
     }
 
@@ -159,8 +170,10 @@ struct AsyncClientTests {
         let probe = daemon.client()
         // A connection of the daemon's start (its readiness check) may not
         // be closed yet on a busy machine: wait until only the probe's is.
+        // (Polled: the sleep only spaces the checks of the counter.)
         var before = try await probe.stats().connections
-        for _ in 0..<100 where before > 1 {
+        let settledBy = monotonicNanoseconds() + TestTime.nanoseconds(milliseconds: 5000)
+        while before > 1 && monotonicNanoseconds() < settledBy {
             try await Task.sleep(for: .milliseconds(50))
             before = try await probe.stats().connections
         }
@@ -177,8 +190,10 @@ struct AsyncClientTests {
         #expect(during == before + 1, "the scoped client's connection was not counted: \(during) during, \(before) before")
         // The client is still referenced, and yet its connection is closed.
         #expect(escaped != nil)
+        // Polled as above: closing is seen by groserd a moment later.
         var now = try await probe.stats().connections
-        for _ in 0..<40 where now != before {
+        let closedBy = monotonicNanoseconds() + TestTime.nanoseconds(milliseconds: 5000)
+        while now != before && monotonicNanoseconds() < closedBy {
             try await Task.sleep(for: .milliseconds(50))
             now = try await probe.stats().connections
         }

@@ -286,6 +286,8 @@ struct CartTests {
             // Once every writer is under way, kill at a random moment.
             let deadline = Date().addingTimeInterval(10)
             while watched.contains(where: { counts.value($0) == 0 }) && Date() < deadline { usleep(1000) }
+            // Not a wait: the random moment of the kill is the scenario (each
+            // round dies at another point of the writers' adds and commits).
             usleep(UInt32.random(in: 0...300_000))
             daemon.killHard()
             while threads.contains(where: { !$0.isFinished }) { usleep(5000) }

@@ -141,8 +141,13 @@ struct ClientConventionsTests {
         #expect(watch.terminationReason == .exit && watch.terminationStatus == 130)
 
         let latencyFile = daemon.directory + "/latency.out"
+        func serverInfoCalls() -> UInt64 {
+            ((try? daemon.client().stats())?.methods.first { $0.method == "ServerInfo" }?.requests) ?? 0
+        }
+        let before = serverInfoCalls()
         let latency = try start(["--latency"], stdout: latencyFile)
-        usleep(700_000)
+        // Its first ServerInfo is answered once it measures, with Ctrl-C deferred.
+        #expect(eventually { serverInfoCalls() > before }, "groser-client --latency made no call")
         kill(latency.processIdentifier, SIGINT)
         waitOrKill(latency)
         #expect(latency.terminationReason == .exit && latency.terminationStatus == 130)
@@ -185,7 +190,13 @@ struct ClientConventionsTests {
         // Running it again does not accept the price (reads never change state); cart --accept-prices does.
         let again = try runProgram(Daemon.groserClient, args, environment: env, input: "4111 1111 1111 1111\n123\n")
         #expect(again.status == 74, "\(again.err)")
-        #expect(try run(["cart", "--accept-prices", "--city", "SPB"]).status == 0)
+        // The answer to accepting is the accepted cart: the line says what was
+        // accepted, and nothing says the price is still to be accepted.
+        let accepting = try run(["cart", "--accept-prices", "--city", "SPB"])
+        #expect(accepting.status == 0)
+        #expect(accepting.out.contains("price accepted (was "), "\(accepting.out)")
+        #expect(!accepting.out.contains("price changed from") && !accepting.out.contains("not accepted yet"), "\(accepting.out)")
+        #expect(accepting.out.contains("The new prices are accepted"), "\(accepting.out)")
         let accepted = try runProgram(Daemon.groserClient, args, environment: env, input: "4111 1111 1111 1111\n123\n")
         #expect(accepted.status == 0, "after cart --accept-prices: \(accepted.err)")
     }

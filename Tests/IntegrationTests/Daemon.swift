@@ -30,8 +30,10 @@ final class Daemon: @unchecked Sendable {
     /// A fresh temporary directory with a short path (sockets allow 107 bytes).
     static func makeTemporaryDirectory() -> String {
         var template = Array("/tmp/gsr-XXXXXX".utf8CString)
-        let p = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        return String(cString: p!)
+        let made = template.withUnsafeMutableBufferPointer { buffer -> String? in
+            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
+        }
+        return made!
     }
 
     /// The network namespace groserd runs in (`ip netns exec`), if any.
@@ -54,7 +56,10 @@ final class Daemon: @unchecked Sendable {
     func start() throws {
         process = Daemon.launch(socket: socketPath, data: dataDirectory, imageBaseURL: imageBaseURL,
                                 stderrPath: stderrPath, extra: extraArguments, networkNamespace: networkNamespace)
-        let deadline = Date().addingTimeInterval(15)
+        // A safety net, not a bound on start-up: under ASan and a loaded
+        // machine a start that reads a PostgreSQL catalog took over 15 s.
+        let limit = TestTime.seconds(60)
+        let deadline = Date().addingTimeInterval(limit)
         while Date() < deadline {
             if !process.isRunning {
                 throw TestFailure("groserd exited with \(process.terminationStatus): \(log)")
@@ -62,7 +67,7 @@ final class Daemon: @unchecked Sendable {
             if (try? GroserClient(socketPath: socketPath, timeout: 1).serverInfo()) != nil { return }
             usleep(20_000)
         }
-        throw TestFailure("groserd did not answer within 15 s: \(log)")
+        throw TestFailure("groserd did not answer within \(Int(limit)) s: \(log)")
     }
 
     static func launch(socket: String, data: String, imageBaseURL: String = "http://img.test:8080",

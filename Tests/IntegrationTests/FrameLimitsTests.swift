@@ -51,6 +51,14 @@ struct FrameLimitsTests {
         try !connection.socket.poll(timeoutMilliseconds: 0)
     }
 
+    /// True once groserd has read every byte sent on `connection`: on a Unix
+    /// socket, SIOCOUTQ is what the peer has not read yet (the sender's
+    /// bytes stay charged to it until they are read).
+    static func readByServer(_ connection: RawConnection) -> Bool {
+        var unread: Int32 = -1
+        return ioctl(connection.socket.descriptor, UInt(TIOCOUTQ), &unread) == 0 && unread == 0
+    }
+
     @Test func aFrameThatStopsArrivingIsCutOffWhileOtherClientsAreAnswered() throws {
         let daemon = try Daemon(extraArguments: ["--frame-read-timeout", "1"])
         let stalled = try RawConnection(path: daemon.socketPath)
@@ -62,7 +70,9 @@ struct FrameLimitsTests {
         let unhurried = try RawConnection(path: daemon.socketPath)
         let small = Self.paddedServerInfo(id: 4, bodyLength: 2000)
         try unhurried.send(Array(small.prefix(700)))
-        usleep(300_000)
+        // The second part goes once groserd has read the first (it then
+        // holds an unfinished frame), not after a pause that hopes so.
+        #expect(eventually { Self.readByServer(unhurried) }, "groserd did not read the first part")
         try unhurried.send(Array(small.dropFirst(700)))
         let answer = try #require(try unhurried.receive())
         #expect(answer.id == 4 && answer.status.isOK)
@@ -104,7 +114,9 @@ struct FrameLimitsTests {
             frames.append(frame)
             connections.append(c)
         }
-        usleep(1_000_000)
+        // Once groserd has read all of it (and so counted it against the
+        // budget, in the same turn as the read), under the budget nothing is closed.
+        #expect(eventually { connections.allSatisfy(Self.readByServer) }, "groserd did not read the three frames' beginnings")
         for c in connections { #expect(try Self.isOpen(c), "under the budget nothing is closed") }
 
         let last = Self.paddedServerInfo(id: 13, bodyLength: 400_000)

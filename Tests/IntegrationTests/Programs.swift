@@ -11,8 +11,9 @@ struct ProgramResult {
     var errBytes: [UInt8]
 }
 
-/// True when tests may run programs as other users: root, with setpriv.
-let canRunAsOtherUsers = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+/// True when tests may run programs as other users (root, with a setpriv
+/// that works); tests that cannot do without use `Privileged.requireOtherUsers`.
+var canRunAsOtherUsers: Bool { Privileged.otherUsersMissing == nil }
 
 /// Runs `executable` with exactly `environment` (nothing inherited), and as
 /// the user `uid` (group `uid`, no other groups) when one is given, through
@@ -136,9 +137,11 @@ final class Background {
     }
 }
 
-/// Waits up to `seconds` for `condition`.
+/// Waits up to `seconds` (scaled by `TestTime.scale`) for `condition`: the
+/// way tests wait for something to happen (a log line, a stats counter, a
+/// file), instead of sleeping.
 func eventually(seconds: Double = 15, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(TestTime.seconds(seconds))
     while Date() < deadline {
         if condition() { return true }
         usleep(20_000)

@@ -256,22 +256,35 @@ struct WatchTests {
             try admin.send(frames)
             for _ in 0..<200 { _ = try #require(try admin.receive()) }
             round += 1
-            // Another client is answered as usual meanwhile.
+            // Another client is answered as usual meanwhile: promptly is the
+            // behaviour, so the bound stays (scaled for slow builds).
             let t0 = Date()
             _ = try reader.store(.cityCode("MSK"))
-            #expect(Date().timeIntervalSince(t0) < 1, "a read waited behind the watcher")
+            let took = Date().timeIntervalSince(t0)
+            #expect(took < TestTime.seconds(1), "a read waited \(took) s behind the watcher")
             let stats = try reader.stats()
             cutOff = stats.watchersCutOff >= 1
         }
         #expect(cutOff, "the watcher that never read was not cut off in 30 s")
         #expect(daemon.log.contains("pending answer bytes"))
-        // Its connection is closed: reading drains what the kernel held, then EOF.
-        var closed = false
-        for _ in 0..<100_000 {
-            guard let r = try? lazy.receive(timeoutMilliseconds: 2000) else { closed = true; break }
-            _ = r
+        // Its connection is closed: reading drains what the kernel held, then
+        // the end (or a reset). A read that times out means it is still open.
+        var ending = "still open after 100,000 frames"
+        draining: for _ in 0..<100_000 {
+            do {
+                guard try lazy.receive(timeoutMilliseconds: Int32(TestTime.seconds(2) * 1000)) != nil else {
+                    ending = "closed"
+                    break draining
+                }
+            } catch let error as Errno where error == .connectionReset {
+                ending = "closed"
+                break draining
+            } catch {
+                ending = "not closed: \(error)"
+                break draining
+            }
         }
-        #expect(closed)
+        #expect(ending == "closed")
     }
 }
 
