@@ -24,6 +24,15 @@ final class Arena {
         return p
     }
 
+    /// `body` with `p`, one of this arena's messages, as a ProtobufCMessage.
+    /// The arena (every string and submessage `p` points to) lives at least
+    /// until `body` returns.
+    func withMessage<T, R>(_ p: UnsafeMutablePointer<T>, _ body: (UnsafePointer<ProtobufCMessage>) -> R) -> R {
+        withExtendedLifetime(self) {
+            UnsafeRawPointer(p).withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { body($0) }
+        }
+    }
+
     func string(_ s: String) -> UnsafeMutablePointer<CChar> {
         let p = strdup(s)!
         blocks.append(UnsafeMutableRawPointer(p))
@@ -46,9 +55,6 @@ func pack(_ message: UnsafePointer<ProtobufCMessage>) -> [UInt8] {
     }
 }
 
-func withMessage<T, R>(_ p: UnsafeMutablePointer<T>, _ body: (UnsafePointer<ProtobufCMessage>) -> R) -> R {
-    UnsafeRawPointer(p).withMemoryRebound(to: ProtobufCMessage.self, capacity: 1) { body($0) }
-}
 
 func str(_ p: UnsafeMutablePointer<CChar>?) -> String {
     guard let p else { return "" }
@@ -200,7 +206,7 @@ public enum BodyEncoder {
             p.pointee.n_methods = v.methods.count
             p.pointee.methods = arena.array(v.methods.map(arena.string))
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func listCities(_ v: CityList) -> [UInt8] {
@@ -211,7 +217,7 @@ public enum BodyEncoder {
             p.pointee.cities = arena.array(v.cities.map(arena.city))
             p.pointee.catalog_version = v.catalogVersion
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func getStore(_ v: StoreCatalog) -> [UInt8] {
@@ -226,7 +232,7 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.not_modified = v.notModified ? 1 : 0
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func getShelf(_ v: ShelfContents) -> [UInt8] {
@@ -240,7 +246,7 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.not_modified = v.notModified ? 1 : 0
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func listProducts(_ v: ProductPage) -> [UInt8] {
@@ -253,37 +259,37 @@ public enum BodyEncoder {
             p.pointee.store_version = v.storeVersion
             p.pointee.total_size = v.totalSize
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     /// One product's encoding (a `Product` message), as catalog segments keep it.
     public static func product(_ v: Product) -> [UInt8] {
         let arena = Arena()
-        return withExtendedLifetime(arena) { withMessage(arena.product(v), pack) }
+        return arena.withMessage(arena.product(v), pack)
     }
 
     /// A `StoreSummary` message.
     public static func storeSummary(_ v: StoreSummary) -> [UInt8] {
         let arena = Arena()
-        return withExtendedLifetime(arena) { withMessage(arena.storeSummary(v), pack) }
+        return arena.withMessage(arena.storeSummary(v), pack)
     }
 
     /// A `City` message.
     public static func city(_ v: City) -> [UInt8] {
         let arena = Arena()
-        return withExtendedLifetime(arena) { withMessage(arena.city(v), pack) }
+        return arena.withMessage(arena.city(v), pack)
     }
 
     /// A `Department` message.
     public static func department(_ v: Department) -> [UInt8] {
         let arena = Arena()
-        return withExtendedLifetime(arena) { withMessage(arena.department(v), pack) }
+        return arena.withMessage(arena.department(v), pack)
     }
 
     /// One shelf's encoding (a `Shelf` message, products included).
     public static func shelf(_ v: Shelf) -> [UInt8] {
         let arena = Arena()
-        return withExtendedLifetime(arena) { withMessage(arena.shelf(v), pack) }
+        return arena.withMessage(arena.shelf(v), pack)
     }
 }
 
@@ -354,7 +360,7 @@ extension Request {
                 }
             }
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     /// The most fields a request may have, counted as `fieldCount` counts

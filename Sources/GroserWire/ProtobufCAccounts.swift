@@ -138,7 +138,7 @@ extension BodyEncoder {
             groser__v1__register_response__init(p)
             p.pointee.account = arena.account(v)
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func login(_ v: LoginResult) -> [UInt8] {
@@ -152,7 +152,7 @@ extension BodyEncoder {
             p.pointee.quantity_maximum = v.quantityMaximum
             p.pointee.cart_line_maximum = v.cartLineMaximum
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     /// A LoginResponse body read back (a remembered login's answer); nil when
@@ -174,6 +174,6 @@ extension BodyEncoder {
             if let a = v.account { p.pointee.account = arena.account(a) }
             p.pointee.session_created_at_unix = v.sessionCreatedAtUnix
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 }

@@ -274,7 +274,7 @@ extension BodyEncoder {
             groser__v1__open_session_response__init(p)
             p.pointee.session = arena.string(session)
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     /// The CartResponse body (the same message for GetCart and every mutation).
@@ -305,7 +305,7 @@ extension BodyEncoder {
             groser__v1__cart_response__init(p)
             p.pointee.cart = arena.cart(v)
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func checkout(_ v: Order) -> [UInt8] {
@@ -314,7 +314,7 @@ extension BodyEncoder {
             groser__v1__checkout_response__init(p)
             p.pointee.order = arena.order(v)
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func listOrders(_ v: [Order]) -> [UInt8] {
@@ -324,7 +324,7 @@ extension BodyEncoder {
             p.pointee.n_orders = v.count
             p.pointee.orders = arena.array(v.map(arena.order))
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func setProduct(_ v: ProductUpdateResult) -> [UInt8] {
@@ -335,6 +335,6 @@ extension BodyEncoder {
             p.pointee.stock = v.stock
             p.pointee.catalog_version = v.catalogVersion
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 }

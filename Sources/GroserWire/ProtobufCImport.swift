@@ -146,7 +146,7 @@ extension BodyEncoder {
             p.pointee.products = v.products
             p.pointee.removed = v.removed
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func exportCatalog(_ v: ExportPage) -> [UInt8] {
@@ -158,12 +158,12 @@ extension BodyEncoder {
             p.pointee.next_page_token = arena.string(v.nextPageToken)
             p.pointee.catalog_version = v.catalogVersion
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     /// The encoding of one record's message, to measure a page against the frame maximum.
     public static func recordSize(_ r: CatalogRecord) -> Int {
         let arena = Arena()
-        return Int(withExtendedLifetime(arena) { withMessage(arena.catalogRecord(NumberedRecord(line: 0, record: r))) { protobuf_c_message_get_packed_size($0) } })
+        return Int(arena.withMessage(arena.catalogRecord(NumberedRecord(line: 0, record: r))) { protobuf_c_message_get_packed_size($0) })
     }
 }

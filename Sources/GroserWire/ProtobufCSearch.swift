@@ -105,6 +105,6 @@ extension BodyEncoder {
             p.pointee.store_uid = arena.string(v.storeUID)
             p.pointee.store_version = v.storeVersion
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 }

@@ -168,7 +168,7 @@ extension BodyEncoder {
             p.pointee.catalog_version = v.catalogVersion
             p.pointee.initial = v.initial ? 1 : 0
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 
     public static func cancelWatch() -> [UInt8] { [] }
@@ -223,6 +223,6 @@ extension BodyEncoder {
             p.pointee.store_conflicts = v.storeConflicts
             p.pointee.store_reconnects = v.storeReconnects
         }
-        return withExtendedLifetime(arena) { withMessage(p, pack) }
+        return arena.withMessage(p, pack)
     }
 }
