@@ -7,8 +7,11 @@ extension Terminal {
     /// on (as kubectl's CVE-2021-25743). Tab, line feed and carriage return
     /// become `\t`, `\n`, `\r`; the other C0 controls and DEL `\x1b`-style;
     /// C1 controls (U+0080–U+009F, which some terminals obey like ESC
-    /// sequences) `\u{9b}`-style; and the backslash itself `\\`, so that an
-    /// escape in the output always means a character that was escaped.
+    /// sequences) `\u{9b}`-style, and so are the bidirectional controls and
+    /// other invisible formatting characters (`isInvisibleFormatting`: a
+    /// U+202E in a name would show the rest of the line reversed); and the
+    /// backslash itself `\\`, so that an escape in the output always means a
+    /// character that was escaped.
     static func safe(_ s: String) -> String {
         // Most strings need nothing; return them without copying.
         guard s.unicodeScalars.contains(where: needsEscape) else { return s }
@@ -33,7 +36,7 @@ extension Terminal {
     }
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\\"
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\\" || scalar.isInvisibleFormatting
     }
 }
 

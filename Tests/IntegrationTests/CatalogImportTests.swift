@@ -75,6 +75,31 @@ struct CatalogImportTests {
         #expect(r3.status == 67 && r3.err.contains("truncated"), "\(r3.err)")
     }
 
+    /// A U+202E in a product name would show a shopper's line reversed
+    /// (the price included); a zero-width space makes two names look the
+    /// same. The import refuses them, naming the line, the field and the
+    /// character, and applies nothing.
+    @Test func bidirectionalControlsAndInvisibleCharactersInNamesAreRefused() throws {
+        let daemon = try Daemon()
+        let file = try generatedCatalog(cities: 1, storesPerCity: 1, productsPerStore: 50, in: daemon.directory)
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let index = try #require(lines.lastIndex { $0.contains("\"type\":\"product\"") })
+        let before = try runClient(["admin", "export"], socket: daemon.socketPath).out
+        // Raw in the file, as a JSON escape, and in a brand: each is refused.
+        for (hidden, field) in [("\u{202E}", "name"), ("\\u2066", "name"), ("\u{200B}", "name"), ("\\ufeff", "brand"), ("\u{2028}", "name")] {
+            var broken = lines
+            broken[index] = broken[index].replacingOccurrences(of: "\"\(field)\":\"", with: "\"\(field)\":\"Milk 1 l \(hidden)")
+            #expect(broken[index] != lines[index])
+            let bad = daemon.directory + "/hidden.jsonl"
+            try broken.joined(separator: "\n").write(toFile: bad, atomically: true, encoding: .utf8)
+            let r = try runClient(["admin", "import", bad], socket: daemon.socketPath)
+            #expect(r.status == 67, "\(hidden): \(r.err)")
+            #expect(r.err.contains("line \(index + 1)") && r.err.contains("\(field) holds U+")
+                    && r.err.contains("invisible formatting character"), "\(r.err)")
+        }
+        #expect(try runClient(["admin", "export"], socket: daemon.socketPath).out == before, "the catalog is as it was")
+    }
+
     @Test func replaceRemovesWhatTheFileDoesNotNameAndTheCartsThatHeldIt() throws {
         let daemon = try Daemon(extraArguments: ["--empty-catalog"])
         let client = daemon.client()

@@ -8,15 +8,26 @@ import Testing
 /// in error messages and in --json, through the real binaries.
 @Suite("server strings cannot command the terminal", .serialized)
 struct TerminalOutputTests {
-    /// Red text, a window title (OSC ... BEL), a tab, DEL, a C1 CSI and a line feed.
+    /// Red text, a window title (OSC ... BEL), a tab, DEL, a C1 CSI, a line
+    /// feed, a right-to-left override (the line's tail would show reversed),
+    /// a left-to-right isolate with its end, a zero-width space and a line
+    /// separator.
     static let evil = "Evil\u{1B}[31mRed\u{1B}]0;pwned\u{07}\ttab\u{7F}del\u{9B}csi\nline"
+        + "\u{202E}rlo\u{2066}lri\u{2069}\u{200B}zw\u{2028}ls"
     /// How human output writes it.
     static let escaped = #"Evil\x1b[31mRed\x1b]0;pwned\x07\ttab\x7fdel\u{9b}csi\nline"#
+        + #"\u{202e}rlo\u{2066}lri\u{2069}\u{200b}zw\u{2028}ls"#
     /// How --json writes it.
-    static let jsonEscaped = #""Evil\u001b[31mRed\u001b]0;pwned\u0007\ttab\u007fdel\u009bcsi\nline""#
+    static let jsonEscaped = #""Evil\u001b[31mRed\u001b]0;pwned\u0007\ttab\u007fdel\u009bcsi\nline"#
+        + #"\u202erlo\u2066lri\u2069\u200bzw\u2028ls""#
     /// The same string as SQL.
     static let sql = "'Evil' || char(27) || '[31mRed' || char(27) || ']0;pwned' || char(7) || char(9) || 'tab' "
-        + "|| char(127) || 'del' || char(155) || 'csi' || char(10) || 'line'"
+        + "|| char(127) || 'del' || char(155) || 'csi' || char(10) || 'line' || char(8238) || 'rlo' || char(8294) || 'lri' "
+        + "|| char(8297) || char(8203) || 'zw' || char(8232) || 'ls'"
+    /// Characters that reorder or hide text: bidirectional controls,
+    /// zero-width characters, U+FEFF and the line and paragraph separators.
+    static let hidden: Set<UInt32> = Set(Array(0x200B...0x200F) + Array(0x202A...0x202E) + Array(0x2066...0x2069)
+        + [0x061C, 0x2028, 0x2029, 0x2060, 0xFEFF])
 
     let daemon: Daemon
     let product: Product
@@ -49,7 +60,8 @@ struct TerminalOutputTests {
                        input: input)
     }
 
-    /// No C0 control but line feed, no DEL, no C1 control (UTF-8 C2 80–9F).
+    /// No C0 control but line feed, no DEL, no C1 control (UTF-8 C2 80–9F),
+    /// no character of `hidden`.
     func expectNoControls(_ bytes: [UInt8], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         for (i, byte) in bytes.enumerated() {
             let control = (byte < 0x20 && byte != 0x0A) || byte == 0x7F
@@ -58,6 +70,9 @@ struct TerminalOutputTests {
                 Issue.record("\(what): a raw control byte 0x\(String(byte, radix: 16)) at \(i)", sourceLocation: sourceLocation)
                 return
             }
+        }
+        if let raw = String(decoding: bytes, as: UTF8.self).unicodeScalars.first(where: { Self.hidden.contains($0.value) }) {
+            Issue.record("\(what): a raw U+\(String(raw.value, radix: 16, uppercase: true))", sourceLocation: sourceLocation)
         }
     }
 

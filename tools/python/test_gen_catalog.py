@@ -11,6 +11,7 @@ The worked example of CATALOG.md goes through the same checker.
 from __future__ import annotations
 
 import json
+import unicodedata
 import os
 import re
 import subprocess
@@ -87,8 +88,11 @@ def text(line: int, obj: dict, key: str, low: int, high: int):
     n = len(v.encode("utf-8"))
     if not low <= n <= high:
         raise Bad(line, f"{key} is {n} bytes long; {low} to {high} are allowed")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in v):
         raise Bad(line, f"{key} holds a control character")
+    hidden = [c for c in v if unicodedata.category(c) == "Cf" or c in "\u2028\u2029"]
+    if hidden:  # CATALOG.md §5.2: bidirectional controls, zero-width characters
+        raise Bad(line, f"{key} holds U+{ord(hidden[0]):04X}, an invisible formatting character")
     if v != v.strip(" "):
         raise Bad(line, f"{key} begins or ends with a space")
 

@@ -48,8 +48,15 @@ public enum CatalogRecordRules {
     static func text(_ who: String, _ field: String, _ value: String, minimum: Int = 1, maximum: Int = 256) -> String? {
         let n = value.utf8.count
         guard n >= minimum && n <= maximum else { return "\(who): \(field) must be \(minimum) to \(maximum) bytes, not \(n)" }
-        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+        guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return "\(who): \(field) holds a control character"
+        }
+        // Shown to shoppers as it is: a U+202E would show the rest of the
+        // line reversed, a zero-width space would make two names look alike.
+        if let hidden = value.unicodeScalars.first(where: \.isInvisibleFormatting) {
+            let hex = String(hidden.value, radix: 16, uppercase: true)
+            return "\(who): \(field) holds U+\(String(repeating: "0", count: max(0, 4 - hex.count)) + hex), "
+                + "an invisible formatting character (bidirectional controls, zero-width characters and the like are refused)"
         }
         guard value.first != " " && value.last != " " else { return "\(who): \(field) begins or ends with a space" }
         return nil
