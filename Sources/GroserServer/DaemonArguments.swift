@@ -52,6 +52,9 @@ public enum DaemonArguments {
                                must wait, doubling from 1 s to 15 min; 0: no limit (default: 5)
       --login-failures-per-peer N
                                the same per peer uid, counted over all accounts (default: 50)
+      --registrations-per-peer N
+                               registrations one peer uid may make a minute; 0: no limit
+                               (default: 20)
       --log-segment-bytes N    customer log segment size at which a checkpoint folds it
                                into the snapshot (default: 67108864)
       --repair                 cut each customer log file at its first damaged record
@@ -107,12 +110,16 @@ public enum DaemonArguments {
             case "--repair": repair = true
             case "--customer-shards": config.customerShards = try positive(name, v(), upTo: 64)
             case "--log-segment-bytes": config.logSegmentBytes = try positive(name, v(), upTo: 1 << 40)
-            case "--login-failures-per-account", "--login-failures-per-peer":
+            case "--login-failures-per-account", "--login-failures-per-peer", "--registrations-per-peer":
                 let text = try v()
                 guard let n = Int(text), n >= 0, n <= 1_000_000 else {
                     throw ServerError("\(name) must be a whole number from 0 to 1000000, not \"\(text)\"")
                 }
-                if name == "--login-failures-per-account" { config.loginFailuresPerAccount = n } else { config.loginFailuresPerPeer = n }
+                switch name {
+                case "--login-failures-per-account": config.loginFailuresPerAccount = n
+                case "--login-failures-per-peer": config.loginFailuresPerPeer = n
+                default: config.registrationsPerPeer = n
+                }
             case "--idempotency-lifetime", "--session-idle-lifetime":
                 let text = try v()
                 guard let seconds = duration(text) else {

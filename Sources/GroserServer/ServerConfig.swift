@@ -57,6 +57,8 @@ public struct ServerConfig: Sendable {
     /// Failed logins before the waits start, per account and per peer uid (0: no limit).
     public var loginFailuresPerAccount = 5
     public var loginFailuresPerPeer = 50
+    /// Registrations per peer uid per minute (0: no limit).
+    public var registrationsPerPeer = 20
     /// The listening socket systemd passed (socket activation): used
     /// instead of binding `socket`, and neither created nor removed.
     public var activatedListener: Systemd.PassedSocket?

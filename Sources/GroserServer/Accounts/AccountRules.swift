@@ -14,10 +14,25 @@ public struct AccountRules: Sendable {
     public static let maximumPasswordBytes = 1024
     public static let maximumNameLength = 100
 
-    /// The form accounts are compared in: trimmed and lower-cased.
+    /// The form accounts are compared, throttled and stored in: trimmed,
+    /// lower-cased, and in Unicode NFC, so the composed and decomposed
+    /// forms of "josé@" are one account. (Strings compare by canonical
+    /// equivalence, but an account's key is made from its bytes.)
     public static func normalizedEmail(_ email: String) -> String {
+        // The standard library's NFC (groserd does without Foundation).
+        String(decoding: legacyNormalizedEmail(email)._nfcCodeUnits, as: UTF8.self)
+    }
+
+    /// The form emails were stored in before they were normalised to NFC:
+    /// an account registered then is kept under it (AccountService looks
+    /// there when the NFC form has no account).
+    public static func legacyNormalizedEmail(_ email: String) -> String {
         email.trimmingCharacters.lowercased()
     }
+
+    /// Register's answer for an email that has an account (§7A.1 says why
+    /// it is told); the shard's register step answers the same words.
+    static let emailTaken = Refusal(.alreadyExists, "An account with this email already exists; log in instead.")
 
     /// The registration's email and name, checked; the password's length
     /// checked (the password itself goes only to the hash).

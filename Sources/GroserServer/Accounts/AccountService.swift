@@ -4,8 +4,12 @@ import GroserWire
 import Synchronization
 
 /// Register and Login: a small pool of threads hashes and checks passwords
-/// (Argon2id takes tens of milliseconds and 19 MiB each), throttles failed
-/// logins, and asks the customer shards, step by step, for what they own.
+/// (Argon2id takes tens of milliseconds and 19 MiB each), and asks the
+/// customer shards, step by step, for what they own. A request is admitted
+/// before it is queued (`submit`): checked, throttled (AccountAdmission,
+/// its check reserved so pipelined attempts cannot overrun a limit) and
+/// queued behind its own uid's other requests only (FairQueue), so one uid
+/// cannot fill the queue for another.
 /// A login with a guest session seals the guest (its shard), merges its
 /// carts into the account (the account's shard, once per guest), then
 /// removes the guest: a crash between the steps leaves a sealed guest that
@@ -13,26 +17,36 @@ import Synchronization
 final class AccountService: Sendable {
     private let shards: [CustomerShard]
     private let rules: AccountRules
-    private let queue = BlockingQueue<CommerceJob>()
-    private let waiting = Atomic<Int>(0)
+    private let waiting: Locked<FairQueue<Admitted>>
+    /// One element per job put in `waiting`: what the threads block on.
+    private let ready = BlockingQueue<UInt8>()
     /// Before `start`, steps run on the calling thread (tests, the fuzz harness).
     private let started = Atomic<Bool>(false)
-    private let throttle: Locked<LoginThrottle>
+    private let admission: Locked<AccountAdmission>
     private let threads = Locked<[OSThread]>([])
     private let logger: Logger
     /// The hash an unknown email's password is checked against, so that it
     /// costs what a known one's does.
     private let decoy: String
     let workerCount: Int
-    /// Logins and registrations waiting for a thread, at most.
-    static let queueLimit = 64
+    /// Logins and registrations one peer uid may have waiting for a thread.
+    static let queueLimitPerPeer = 64
+    /// Logins and registrations waiting for a thread, over all uids.
+    static let queueLimit = 1024
     /// How long a step may wait for its shard before the request fails.
     static let stepTimeoutNanoseconds: UInt64 = 30_000_000_000
+
+    /// A job let through with the attempt it reserved.
+    struct Admitted: Sendable {
+        var job: CommerceJob
+        var ticket: AccountAdmission.Ticket
+    }
 
     init(shards: [CustomerShard], rules: AccountRules, throttle: LoginThrottle.Limits, workers: Int, logger: Logger) {
         self.shards = shards
         self.rules = rules
-        self.throttle = Locked(LoginThrottle(throttle))
+        admission = Locked(AccountAdmission(throttle))
+        waiting = Locked(FairQueue(perPeer: Self.queueLimitPerPeer, total: Self.queueLimit))
         self.logger = logger
         workerCount = max(1, workers)
         decoy = PasswordHash.make((try? KernelRandom.hex(16)) ?? "groser decoy password") ?? ""
@@ -47,98 +61,168 @@ final class AccountService: Sendable {
         var started: [OSThread] = []
         for i in 0..<workerCount {
             started.append(try OSThread(name: "groserd-auth\(i)") { [self] in
-                while true {
-                    let jobs = queue.take(upTo: 1)
-                    guard let job = jobs.first else { return }
-                    waiting.subtract(1, ordering: .relaxed)
-                    if job.connection?.isClosed == true { continue }
-                    job.reply(frame(for: job))
+                while !ready.take(upTo: 1).isEmpty {
+                    guard let next = waiting.withLock({ $0.pop() }) else { continue }
+                    if next.job.connection?.isClosed == true {
+                        finish(next.ticket, .undecided)
+                        continue
+                    }
+                    next.job.reply(frame(for: next))
                 }
             })
         }
         threads.withLock { $0 = started }
     }
 
-    /// Queues a Register or Login; answers RESOURCE_EXHAUSTED at once when
-    /// too many wait. False when stopping.
+    /// Admits and queues a Register or Login; answers at once when it is
+    /// refused (bad input, throttled, its uid's queue full). False when stopping.
     func submit(_ job: CommerceJob) -> Bool {
-        if waiting.add(1, ordering: .relaxed).newValue > Self.queueLimit {
-            waiting.subtract(1, ordering: .relaxed)
+        let ticket: AccountAdmission.Ticket
+        switch admit(job) {
+        case .success(let t): ticket = t
+        case .failure(let refusal):
             var out: [UInt8] = []
-            ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.resourceExhausted,
-                "Too many logins and registrations are waiting; try again in a moment."), to: &out)
+            ResponseFrameWriter.appendStatus(id: job.request.id, status: refusal.status, to: &out)
             job.reply(out)
             return true
         }
-        guard queue.put(job) else {
-            waiting.subtract(1, ordering: .relaxed)
-            return false
+        let peer = job.caller.uid
+        if let full = waiting.withLock({ $0.push(Admitted(job: job, ticket: ticket), peer: peer) }) {
+            finish(ticket, .notQueued)
+            let sentence = full == .peerFull
+                ? "This user has \(Self.queueLimitPerPeer) logins and registrations waiting already; try again when they are answered."
+                : "Too many logins and registrations are waiting; try again in a moment."
+            var out: [UInt8] = []
+            ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.resourceExhausted, sentence), to: &out)
+            job.reply(out)
+            return true
         }
-        return true
+        return ready.put(0)
     }
 
     func stop() {
-        queue.close()
+        ready.close()
         for t in threads.withLock({ t in defer { t.removeAll() }; return t }) { t.join() }
     }
 
-    /// The response frame for a Register or Login (on a pool thread).
-    func frame(for job: CommerceJob) -> [UInt8] {
+    /// Checks the request and reserves its attempt (AccountAdmission), on
+    /// the caller's thread: nothing refused here costs a hash or a place
+    /// in the queue.
+    private func admit(_ job: CommerceJob) -> Result<AccountAdmission.Ticket, Refusal> {
+        let attempt: AccountAdmission.Attempt
+        do throws(Refusal) {
+            switch job.request.method {
+            case .register(let r):
+                let (email, _) = try rules.check(r)
+                attempt = .registration(email: email)
+            case .login(let d):
+                if let refusal = FieldLimits.violation(in: job.request.method) { throw refusal }
+                attempt = .login(email: try rules.check(d), session: d.guestSession)
+            default:
+                throw Refusal(.unimplemented, "The account service does not answer this method.")
+            }
+        } catch {
+            return .failure(error)
+        }
+        let now = monotonicNanoseconds() / 1_000_000
+        return admission.withLock { $0.admit(attempt, peer: job.caller.uid, nowMillis: now) }
+    }
+
+    private func finish(_ ticket: AccountAdmission.Ticket, _ verdict: AccountAdmission.Verdict) {
+        let now = monotonicNanoseconds() / 1_000_000
+        admission.withLock { $0.finish(ticket, verdict, nowMillis: now) }
+    }
+
+    /// The response frame for an admitted Register or Login (on a pool thread).
+    private func frame(for admitted: Admitted) -> [UInt8] {
         var expired: [UInt8] = []
-        if RequestHandler.expired(job.request, receivedAt: job.receivedAt, into: &expired) { return expired }
+        if RequestHandler.expired(admitted.job.request, receivedAt: admitted.job.receivedAt, into: &expired) {
+            finish(admitted.ticket, .undecided)
+            return expired
+        }
         var out: [UInt8] = []
-        switch outcome(for: job) {
-        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: job.request.id, field: field, body: body, to: &out)
-        case .failed(let status): ResponseFrameWriter.appendStatus(id: job.request.id, status: status, to: &out)
+        switch outcome(of: admitted) {
+        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: admitted.job.request.id, field: field, body: body, to: &out)
+        case .failed(let status): ResponseFrameWriter.appendStatus(id: admitted.job.request.id, status: status, to: &out)
         }
         return out
     }
 
+    /// Admits and answers a Register or Login on the calling thread (tests,
+    /// the fuzz harness, before `start`).
     func outcome(for job: CommerceJob) -> CommerceOutcome {
+        switch admit(job) {
+        case .success(let ticket): return outcome(of: Admitted(job: job, ticket: ticket))
+        case .failure(let refusal): return .failed(refusal.status)
+        }
+    }
+
+    private func outcome(of admitted: Admitted) -> CommerceOutcome {
+        var verdict = AccountAdmission.Verdict.undecided
+        defer { finish(admitted.ticket, verdict) }
         do {
-            let (field, body) = try answer(job)
+            let (field, body) = try answer(admitted.job, &verdict)
             return .ok(field, body)
         } catch {
             return .failed(error.status)
         }
     }
 
-    private func answer(_ job: CommerceJob) throws(Refusal) -> (MethodField, [UInt8]) {
+    /// The account of `email`, or of the form it was registered in before
+    /// emails were normalised to NFC (`legacy`, when that differs): such an
+    /// account is kept under that form's key.
+    private func account(_ email: String, legacy: String, _ job: CommerceJob) throws(Refusal) -> (SessionKey, AccountRecord?) {
+        let owner = SessionKey(accountEmail: email)
+        guard case .credentials(let record) = try call(owner, .credentials(owner: owner), job) else {
+            throw Refusal(.internal, "The account's shard gave a wrong answer.")
+        }
+        if record != nil || Array(legacy.utf8) == Array(email.utf8) { return (owner, record) }
+        let old = SessionKey(accountEmail: legacy)
+        guard case .credentials(let oldRecord) = try call(old, .credentials(owner: old), job) else {
+            throw Refusal(.internal, "The account's shard gave a wrong answer.")
+        }
+        return oldRecord == nil ? (owner, nil) : (old, oldRecord)
+    }
+
+    private func answer(_ job: CommerceJob, _ verdict: inout AccountAdmission.Verdict) throws(Refusal) -> (MethodField, [UInt8]) {
         switch job.request.method {
         case .register(let r):
             let (email, name) = try rules.check(r)
+            // A taken email is answered without a hash: the answer says so
+            // anyway (§7A.1), and the uid's throttle bounds how fast.
+            if try account(email, legacy: AccountRules.legacyNormalizedEmail(r.email), job).1 != nil {
+                verdict = .failed
+                throw AccountRules.emailTaken
+            }
             guard let hash = PasswordHash.make(r.password) else {
                 throw Refusal(.resourceExhausted, "The password could not be hashed (out of memory); try again.")
             }
             let owner = SessionKey(accountEmail: email)
             let record = AccountRecord(email: email, name: name, passwordHash: hash, createdAtUnix: shards[0].context.unixTime())
-            guard case .account(let account) = try call(owner, .register(owner: owner, record), job) else {
+            let created: AccountStepAnswer
+            do {
+                created = try call(owner, .register(owner: owner, record), job)
+            } catch {
+                if error.status.code == .alreadyExists { verdict = .failed }
+                throw error
+            }
+            guard case .account(let account) = created else {
                 throw Refusal(.internal, "Register got a wrong answer from its shard.")
             }
+            verdict = .succeeded
             logger.info("an account was registered")
             return (.register, BodyEncoder.register(account))
 
         case .login(let d):
-            if let refusal = FieldLimits.violation(in: job.request.method) { throw refusal }
             let email = try rules.check(d)
-            let peer = job.caller.uid
-            let now = monotonicNanoseconds() / 1_000_000
-            let wait = throttle.withLock { $0.wait(account: email, peer: peer, nowMillis: now) }
-            if wait > 0 {
-                let seconds = (wait + 999) / 1000
-                throw Refusal(.resourceExhausted, "Too many failed logins; try again in \(seconds) s.")
-            }
-            let owner = SessionKey(accountEmail: email)
-            guard case .credentials(let record) = try call(owner, .credentials(owner: owner), job) else {
-                throw Refusal(.internal, "Login got a wrong answer from its shard.")
-            }
+            let (owner, record) = try account(email, legacy: AccountRules.legacyNormalizedEmail(d.email), job)
             // An unknown email costs one Argon2id check too.
             let good = PasswordHash.verify(d.password, hash: record?.passwordHash ?? decoy) && record != nil
             guard good else {
-                throttle.withLock { $0.failed(account: email, peer: peer, nowMillis: monotonicNanoseconds() / 1_000_000) }
+                verdict = .failed
                 throw Refusal(.unauthenticated, "The email or password is wrong.")
             }
-            throttle.withLock { $0.succeeded(account: email) }
+            verdict = .succeeded
             var guest: SessionKey?
             var carts: [String: StoredCart] = [:]
             if !d.guestSession.isEmpty {
@@ -165,7 +249,6 @@ final class AccountService: Sendable {
             throw Refusal(.unimplemented, "The account service does not answer this method.")
         }
     }
-
     /// Runs `step` on the shard that owns `key` and waits for its outcome.
     private func call(_ key: SessionKey, _ step: AccountStep, _ job: CommerceJob) throws(Refusal) -> AccountStepAnswer {
         let shard = shards[key.shard(of: shards.count)]
