@@ -114,6 +114,8 @@ struct SocketRaceTests {
     @Test("the rename race of the issue: no racing checkout reaches another user's fake groserd")
     func theRenameRace() throws {
         try Privileged.requireOtherUsers()
+        // Left by an interrupted run: the race needs the victim's daemon not started.
+        try? FileManager.default.removeItem(atPath: "/tmp/groser-\(Self.victim)")
         let r = try runProgram("/usr/bin/python3", [Self.script, "--runs", "100", "--client", Daemon.groserClient,
                                                     "--victim", "\(Self.victim)", "--attacker", "\(Self.attacker)"],
                                environment: minimalEnvironment())
