@@ -434,7 +434,7 @@ public enum LoadGenerator {
     /// A cart-add frame per connection, each in a session of its own.
     private static func cartAddFrames(_ selector: StoreSelector, product named: String?,
                                       _ options: BenchOptions) throws(BenchError) -> [RequestFrame] {
-        let client = GroserClient(socketPath: options.socketPath, timeout: 10)
+        let client = GroserClient(location: benchLocation(options), timeout: 10)
         defer { client.close() }
         do {
             let catalog = try client.store(selector, includeProducts: named == nil || options.cartLines > 1)
@@ -480,18 +480,16 @@ public enum LoadGenerator {
         var sockets: [Socket] = []
         for _ in 0..<options.connections {
             do {
-                let socket = try Socket.unixStream(nonBlocking: false)
-                do {
-                    try socket.connect(path: options.socketPath)
-                    try socket.setNonBlocking(true)
-                } catch {
+                // Checked as groser-client checks: the directory and who answers.
+                let socket = try GroserClient.connect(to: benchLocation(options))
+                do { try socket.setNonBlocking(true) } catch {
                     socket.close()
-                    throw error
+                    throw GroserError.cannotConnect(path: options.socketPath, errno: error)
                 }
                 sockets.append(socket)
             } catch {
                 for s in sockets { s.close() }
-                throw BenchError("cannot connect to \(options.socketPath): \(error)")
+                throw BenchError("\(error)")
             }
         }
 
@@ -546,4 +544,13 @@ public enum LoadGenerator {
         }
         return BenchResult(options: options, seconds: Double(end - start) / 1e9, tally: tally, parts: parts)
     }
+}
+
+/// The socket as groser-client would see it: the per-user default (its
+/// directory checked) when --socket names that path, else the named path;
+/// with $GROSER_SERVER_UID as the expected server uid either way.
+func benchLocation(_ options: BenchOptions) -> SocketLocation {
+    let environment = SocketLocation.fromEnvironment()
+    if options.socketPath == environment.path { return environment }
+    return SocketLocation(path: options.socketPath, isExplicit: true, expectedServerUID: environment.expectedServerUID)
 }

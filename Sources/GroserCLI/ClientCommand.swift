@@ -44,6 +44,15 @@ public enum ClientCommand {
         UNAVAILABLE when groserd cannot be reached, DEADLINE_EXCEEDED for a timeout, INVALID_ARGUMENT for a usage \
         error, CANCELLED for an interrupt and UNKNOWN for anything else (a settings file); the exit code is the same \
         as without --json.
+
+        groser-client sends nothing to a server it does not trust. After connecting it reads the server's uid \
+        from the socket (SO_PEERCRED) and refuses, before sending a byte, a groserd run by anyone but this user, \
+        root, or the user named with --expect-server-uid (or GROSER_SERVER_UID): a member of groserd's \
+        --socket-group whose groserd runs as another user (say, a web front end's user and a groserd run by the \
+        user groser) names it, e.g. GROSER_SERVER_UID=groser. Under contrib/systemd's socket activation the \
+        socket is systemd's, so the server is root and nothing needs naming. This holds for a socket named with \
+        --socket or GROSER_SOCKET too. The per-user default socket's directory is checked and connected through \
+        one descriptor; when it does not exist, no groserd runs there and groser-client says so (exit 1).
         """,
         globalOptions: GlobalOptions.specs, commands: Commands.all, exitCodes: ClientExit.all)
 

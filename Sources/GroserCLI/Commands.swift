@@ -13,6 +13,9 @@ struct GlobalOptions {
     var emitDefaults = false
     /// -v: each call's socket, request id, deadline and time on stderr.
     var verbose = false
+    /// --expect-server-uid, else $GROSER_SERVER_UID: a uid besides this
+    /// user's and root's whose groserd the client talks to.
+    var expectedServerUID: UInt32?
 
     static let specs = [
         OptionSpec(name: "--socket", valueName: "PATH", help: "groserd's socket", defaultValue: "$GROSER_SOCKET, else the per-user default",
@@ -21,6 +24,9 @@ struct GlobalOptions {
                    defaultValue: "10"),
         OptionSpec(name: "--json", help: "print Protobuf's canonical JSON mapping of the answer, and errors as {\"code\": ..., \"message\": ...}"),
         OptionSpec(name: "--emit-defaults", help: "with --json (and in call), also print fields that hold their default"),
+        OptionSpec(name: "--expect-server-uid", valueName: "UID|NAME",
+                   help: "also talk to a groserd run by this user (the client refuses, before sending anything, a server run by anyone but this user, root or this uid)",
+                   defaultValue: "$GROSER_SERVER_UID, else none"),
         OptionSpec(name: "--verbose", shortName: "v", help: "on standard error: the socket, each request's id, the deadline sent and the time taken"),
     ]
 
@@ -40,6 +46,11 @@ struct GlobalOptions {
             }
             timeout = v
         }
+        if let named = parsed.values["--expect-server-uid"] ?? ProcessInfo.environment("GROSER_SERVER_UID") {
+            let source = parsed.values["--expect-server-uid"] == nil ? "GROSER_SERVER_UID" : "--expect-server-uid"
+            guard let uid = Accounts.userID(named) else { throw UsageError("\(source): no user is called \"\(named)\"") }
+            expectedServerUID = uid
+        }
         json = parsed.flags.contains("--json")
         emitDefaults = parsed.flags.contains("--emit-defaults")
         verbose = parsed.flags.contains("--verbose")
@@ -58,8 +69,9 @@ struct Context {
 
     func client() -> GroserClient {
         let trace: (@Sendable (CallTrace) -> Void)? = options.verbose ? { @Sendable t in Context.printTrace(t) } : nil
-        if let path = options.socketPath { return GroserClient(socketPath: path, timeout: options.timeout, trace: trace) }
-        return GroserClient(timeout: options.timeout, trace: trace)
+        var location = options.socketPath.map { SocketLocation(path: $0, isExplicit: true) } ?? .fromEnvironment()
+        location.expectedServerUID = options.expectedServerUID
+        return GroserClient(location: location, timeout: options.timeout, trace: trace)
     }
 
     /// One -v line per call, like curl -v's: on stderr, never mixed into the answer.

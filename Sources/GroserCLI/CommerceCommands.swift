@@ -109,7 +109,11 @@ extension Commands {
         abstract: "Pays for the cart by card and places the order.",
         discussion: """
         The card number and then the CVC are read from a prompt with echo off, or with --card-from-stdin as the \
-        first and second lines of standard input; never from an argument. The order is for the cart as shown: the \
+        first and second lines of standard input; never from an argument. The holder's name and the delivery \
+        address come from --name and --address, or, when these are left out, from a prompt after the card's (or \
+        with --card-from-stdin from the next lines of standard input: the name, then the address). Arguments are \
+        visible to every user of the host in ps and /proc/PID/cmdline while checkout runs, so --name and --address \
+        are for scripts whose holder and address are no secret; the card never is an argument. The order is for the cart as shown: the \
         version cart printed (--expect-version N), else the cart checkout shows before asking for the card; a cart \
         changed since is refused (exit 74). If prices changed since they were accepted, checkout shows them and \
         stops before asking for the card (exit 74, ABORTED: the prices must be looked at and accepted with cart \
@@ -117,9 +121,9 @@ extension Commands {
         """,
         options: [
             OptionSpec(name: "--exp", valueName: "MM/YY", help: "the card's expiry month and year (MM/YY or MM/YYYY)", isRequired: true),
-            OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card", isRequired: true),
-            OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver", isRequired: true),
-            OptionSpec(name: "--card-from-stdin", help: "read the number and CVC from standard input"),
+            OptionSpec(name: "--name", valueName: "HOLDER", help: "the name on the card (shown by ps to every user; else asked, or read from stdin)"),
+            OptionSpec(name: "--address", valueName: "ADDRESS", help: "where to deliver (shown by ps to every user; else asked, or read from stdin)"),
+            OptionSpec(name: "--card-from-stdin", help: "read the number and CVC from standard input, then the name and the address when not given as options"),
             OptionSpec(name: "--expect-version", valueName: "N", help: "the cart version the customer confirmed (as cart printed it)"),
             idempotencyKeyOption,
         ] + storeOptions,
@@ -130,7 +134,7 @@ extension Commands {
         ],
         validate: { parsed throws(UsageError) in
             let store = try StoreChoice(parsed)
-            let exp = parsed.values["--exp"]!, holder = parsed.values["--name"]!, address = parsed.values["--address"]!
+            let exp = parsed.values["--exp"]!, holderOption = parsed.values["--name"], addressOption = parsed.values["--address"]
             let parts = exp.split(separator: "/")
             guard parts.count == 2, let month = UInt32(parts[0]), let year = UInt32(parts[1]),
                   parts[0].count <= 2, parts[1].count == 2 || parts[1].count == 4 else {
@@ -144,7 +148,7 @@ extension Commands {
             let fromStdin = parsed.flags.contains("--card-from-stdin")
             let key = parsed.values["--idempotency-key"] ?? newKey()
             if !fromStdin && !Terminal.inputIsTerminal {
-                throw UsageError("no terminal to read the card from; pipe the number and CVC with --card-from-stdin")
+                throw UsageError("no terminal to read the card from; pipe the number and CVC (and the name and address) with --card-from-stdin")
             }
             return { ctx in
                 try withSession(ctx, store) { client, session, storeUID in
@@ -163,18 +167,27 @@ extension Commands {
                         throw GroserError.server(Status(.aborted,
                             "The cart is at version \(cart.version), not \(expected); show it again with 'groser-client cart' and confirm it."))
                     }
-                    let number: String?
-                    let cvc: String?
+                    let number: String?, cvc: String?, holder: String?, address: String?
                     if fromStdin {
                         number = Terminal.readLine()
                         cvc = Terminal.readLine()
                         guard number != nil, cvc != nil else { throw UsageError("the card number and CVC were not given") }
+                        holder = holderOption ?? Terminal.readLine()
+                        guard holder?.isEmpty == false else {
+                            throw UsageError("the holder's name was not given: --name, or the line after the CVC")
+                        }
+                        address = addressOption ?? Terminal.readLine()
+                        guard address?.isEmpty == false else {
+                            throw UsageError("the delivery address was not given: --address, or the line after the name")
+                        }
                     } else {
                         StandardStreams.err(TerminalText("Paying \(HumanOutput.price(cart.subtotal)) for \(cart.itemCount) items at \(storeUID).\n").text)
                         number = Terminal.readSecret(prompt: "Card number: ")
                         cvc = number == nil ? nil : Terminal.readSecret(prompt: "CVC: ")
+                        holder = cvc == nil ? nil : holderOption ?? ask("Name on the card: ")
+                        address = holder == nil ? nil : addressOption ?? ask("Delivery address: ")
                     }
-                    guard let number, let cvc else { throw Cancelled() }
+                    guard let number, let cvc, let holder, let address else { throw Cancelled() }
                     let order = try retryable(key) { try client.checkout(CheckoutDetails(
                         session: session, storeUID: storeUID, expectedVersion: expected ?? cart.version, deliveryAddress: address,
                         card: PaymentCard(number: number, expiryMonth: month, expiryYear: year, cvc: cvc, holderName: holder),
@@ -297,6 +310,13 @@ struct StoreChoice: Sendable {
         }
         return c.defaultStoreUID
     }
+}
+
+/// Prints `prompt` on standard error and reads a line, echoed as typed;
+/// nil at end of input (Ctrl-D).
+func ask(_ prompt: String) -> String? {
+    StandardStreams.err(prompt)
+    return Terminal.readLine()
 }
 
 /// A fresh idempotency key, so a retried mutation is applied once.

@@ -1,6 +1,9 @@
 @_exported import GroserWire
 import Dispatch
 import GroserSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A client of groserd. Safe to share between threads and tasks.
 ///
@@ -45,7 +48,11 @@ public final class GroserClient: Sendable {
     /// default, its directory is checked before every connection, as
     /// groserd checks it: a directory that is a symbolic link, belongs to
     /// someone other than this user or root, or that group or others may
-    /// write to is refused (`GroserError.untrustedSocketDirectory`).
+    /// write to is refused (`GroserError.untrustedSocketDirectory`), and a
+    /// missing one means no daemon runs (`.notRunning`). At every location
+    /// a server run by a uid other than this user's, root's or
+    /// `location.expectedServerUID` is refused before a byte is sent
+    /// (`.untrustedServer`); see `connect(to:)`.
     /// - Parameters:
     ///   - location: the socket; see `SocketLocation.fromEnvironment()`.
     ///   - timeout: seconds a call may take unless it says otherwise.
@@ -69,11 +76,12 @@ public final class GroserClient: Sendable {
         self.init(location: .fromEnvironment(), timeout: timeout, trace: trace)
     }
 
-    /// A client of the socket at `socketPath`, used as given.
-    public convenience init(socketPath: String, timeout: Double = 10, maxConnections: Int = 2,
+    /// A client of the socket at `socketPath`, used as given; the server
+    /// must run as this user, root or `expectedServerUID`.
+    public convenience init(socketPath: String, expectedServerUID: UInt32? = nil, timeout: Double = 10, maxConnections: Int = 2,
                             trace: (@Sendable (CallTrace) -> Void)? = nil) {
-        self.init(location: SocketLocation(path: socketPath, isExplicit: true), timeout: timeout, maxConnections: maxConnections,
-                  trace: trace)
+        self.init(location: SocketLocation(path: socketPath, isExplicit: true, expectedServerUID: expectedServerUID),
+                  timeout: timeout, maxConnections: maxConnections, trace: trace)
     }
 
     /// `$GROSER_SOCKET`, else `$XDG_RUNTIME_DIR/groser/groserd.sock`, else
@@ -306,34 +314,73 @@ public final class GroserClient: Sendable {
         return socket
     }
 
-    /// A new connection to the socket, its directory checked first when it
-    /// is the per-user default.
+    /// A new connection to the socket (non-blocking), made by `connect(to:)`.
     func openSocket() throws(GroserError) -> Socket {
-        if !location.isExplicit,
-           case .refused(let problem) = SocketDirectory.check(location.directory, .privateTo(owners: [ProcessInfo.userID, 0])) {
-            switch problem.reason {
-            case .symbolicLink, .ownedByAnotherUser, .writableByOthers:
-                throw .untrustedSocketDirectory(path: socketPath, reason: problem.description)
-            case .notADirectory, .cannotInspect:
-                break  // nothing can listen there; connect says why below
-            }
-        }
-        switch Result(catching: { () throws(Errno) -> Socket in try Self.open(socketPath) }) {
-        case .success(let socket):
-            return socket
-        case .failure(let error):
+        let socket = try Self.connect(to: location)
+        do { try socket.setNonBlocking(true) } catch {
+            socket.close()
             throw .cannotConnect(path: socketPath, errno: error)
         }
+        return socket
     }
 
-    private static func open(_ path: String) throws(Errno) -> Socket {
-        let socket = try Socket.unixStream(nonBlocking: false)
+    /// A blocking connection to groserd at `location`, checked before a
+    /// byte is sent, so that another user's socket never hears a request:
+    ///
+    /// - the per-user default directory is opened `O_NOFOLLOW` and checked
+    ///   through its descriptor (a directory owned by this user or root,
+    ///   writable by nobody else, under parents only they may change), and
+    ///   the socket is reached through that same descriptor, so a rename
+    ///   between check and connect cannot swap it; a missing directory is
+    ///   `.notRunning`, never a connect;
+    /// - then, for every location, named ones too (a socket named in a
+    ///   sticky /tmp can still be someone else's), the server's uid
+    ///   (SO_PEERCRED) must be this user's, root's or
+    ///   `location.expectedServerUID`; any other is `.untrustedServer`.
+    public static func connect(to location: SocketLocation) throws(GroserError) -> Socket {
+        let path = location.path
+        var target = path
+        var directory: Int32 = -1
+        defer { if directory >= 0 { _ = Glibc.close(directory) } }
+        if !location.isExplicit && !Socket.isAbstract(path) {
+            switch SocketDirectory.open(location.directory, owners: [ProcessInfo.userID, 0]) {
+            case .opened(let fd):
+                directory = fd
+                target = "/proc/self/fd/\(fd)/" + location.fileName
+            case .missing:
+                throw .notRunning(directory: location.directory)
+            case .refused(let problem):
+                switch problem.reason {
+                case .symbolicLink, .ownedByAnotherUser, .writableByOthers:
+                    throw .untrustedSocketDirectory(path: path, reason: problem.description)
+                case .notADirectory:
+                    throw .cannotConnect(path: path, errno: Errno(rawValue: ENOTDIR))
+                case .cannotInspect(let error):
+                    throw .cannotConnect(path: path, errno: error)
+                }
+            }
+        }
+        let socket: Socket
         do {
-            try socket.connect(path: path)
-            try socket.setNonBlocking(true)
+            socket = try Socket.unixStream(nonBlocking: false)
+        } catch {
+            throw .cannotConnect(path: path, errno: error)
+        }
+        do {
+            try socket.connect(path: target)
         } catch {
             socket.close()
-            throw error
+            throw .cannotConnect(path: path, errno: error)
+        }
+        let accepted = location.acceptedServerUIDs
+        let peer: PeerCredentials
+        do { peer = try socket.peerCredentials() } catch {
+            socket.close()
+            throw .transport("cannot read the credentials of the server at \(path): \(error)")
+        }
+        guard accepted.contains(peer.uid) else {
+            socket.close()
+            throw .untrustedServer(path: path, uid: peer.uid, expected: accepted)
         }
         return socket
     }

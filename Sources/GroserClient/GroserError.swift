@@ -10,6 +10,13 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
     /// The default socket's directory is not safe to connect through:
     /// another user could have put their own socket there.
     case untrustedSocketDirectory(path: String, reason: String)
+    /// The per-user default socket's directory does not exist: no groserd
+    /// made it, so none listens there (nothing was connected to).
+    case notRunning(directory: String)
+    /// The server at `path` runs as `uid`, none of `expected` (this user,
+    /// root, and the uid named with --expect-server-uid or
+    /// GROSER_SERVER_UID): another user's socket, refused before a byte was sent.
+    case untrustedServer(path: String, uid: UInt32, expected: [UInt32])
     /// The connection broke, or a frame could not be read.
     case transport(String)
     /// No answer within the call's timeout.
@@ -38,11 +45,26 @@ public enum GroserError: Error, Sendable, CustomStringConvertible {
         case .untrustedSocketDirectory(let path, let reason):
             "refusing to connect to \(path): \(reason), so another user could have put their own socket there; "
                 + "remove the directory if it is not yours, or name a socket you trust (--socket or GROSER_SOCKET)"
+        case .notRunning(let directory):
+            "groserd is not running: \(directory) does not exist (start groserd, or name its socket with --socket or GROSER_SOCKET)"
+        case .untrustedServer(let path, let uid, let expected):
+            "refusing to talk to \(path): the server there runs as \(Accounts.describe(uid: uid)), not as "
+                + Self.names(expected) + ", so it may be another user's impostor; if groserd really runs as that user, "
+                + "name it with --expect-server-uid \(uid) or GROSER_SERVER_UID=\(uid)"
         case .transport(let what): "connection failed: \(what)"
         case .timedOut(let seconds): "no answer within \(Self.format(seconds)) s"
         case .server(let status): "\(status.code): \(status.message)"
         case .cancelled: "cancelled before the answer came"
         }
+    }
+
+    /// "uid 1000 (this user) or root", "uid 1000 (this user), root or uid 998 (groser)".
+    private static func names(_ uids: [UInt32]) -> String {
+        let words = uids.map { uid in
+            uid == 0 ? "root" : uid == ProcessInfo.userID ? "uid \(uid) (this user)" : Accounts.describe(uid: uid)
+        }
+        guard words.count > 1 else { return words.first ?? "" }
+        return words.dropLast().joined(separator: ", ") + " or " + words.last!
     }
 
     private static func format(_ seconds: Double) -> String {

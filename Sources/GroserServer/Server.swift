@@ -175,7 +175,9 @@ public final class Server: Sendable {
     /// could have made it, or could later swap the socket for their own. A
     /// named directory (`--socket`, `GROSER_SOCKET`) is the operator's
     /// choice, but one that others may write to needs the sticky bit, as
-    /// /tmp has, for the same reason. Called before the store is opened, so
+    /// /tmp has, for the same reason. Every parent of the directory is held
+    /// to the same rule (the default's must also belong to groserd's user or
+    /// root). Called before the store is opened, so
     /// a refusal is groserd's only line; `start` calls it again.
     public static func prepareSocketDirectory(_ config: ServerConfig) throws(ServerError) {
         // A socket systemd passed, or an abstract one, has no directory of ours.
@@ -189,7 +191,13 @@ public final class Server: Sendable {
                 throw ServerError("cannot create the socket's directory \(directory): \(error)")
             }
         }
-        switch SocketDirectory.check(directory, policy) {
+        // Its parents too: whoever may write to one could rename the
+        // directory away and put their own in its place. The default's
+        // parents must belong to this user or root; a named one's to anyone.
+        let owners: [UInt32]? = config.socket.isExplicit ? nil : [ProcessInfo.userID, 0]
+        var found = SocketDirectory.check(directory, policy)
+        if found == .trusted, let problem = SocketDirectory.checkParents(of: directory, owners: owners) { found = .refused(problem) }
+        switch found {
         case .trusted: return
         case .missing: throw ServerError("the socket's directory \(directory) vanished after it was created")
         case .refused(let problem):

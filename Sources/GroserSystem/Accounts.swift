@@ -11,6 +11,19 @@ public enum Accounts {
         return g.pointee.gr_gid
     }
 
+    /// A user's id from its name or number; nil when there is no such user.
+    public static func userID(_ nameOrNumber: String) -> UInt32? {
+        if let n = UInt32(nameOrNumber) { return n }
+        guard let pw = getpwnam(nameOrNumber) else { return nil }
+        return pw.pointee.pw_uid
+    }
+
+    /// "uid 65534 (nobody)", or "uid 47213" for a uid with no name.
+    public static func describe(uid: UInt32) -> String {
+        guard let pw = getpwuid(uid), let name = pw.pointee.pw_name else { return "uid \(uid)" }
+        return "uid \(uid) (\(String(cString: name)))"
+    }
+
     /// True when the user `uid` (whose primary group is `gid`) belongs to
     /// `group`: as primary group, or as a member in the group database.
     public static func isMember(uid: UInt32, gid: UInt32, of group: UInt32) -> Bool {

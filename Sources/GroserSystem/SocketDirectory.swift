@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// Where groserd listens and its clients connect, and whether a person
-/// chose that place or it is the per-user default.
+/// Where groserd listens and its clients connect, whether a person
+/// chose that place or it is the per-user default, and whose server a
+/// client accepts there.
 public struct SocketLocation: Sendable, Hashable {
     /// The socket file's path.
     public var path: String
@@ -11,26 +12,55 @@ public struct SocketLocation: Sendable, Hashable {
     /// used as given. False for the per-user default, whose directory both
     /// the daemon and the client check before trusting it.
     public var isExplicit: Bool
+    /// A uid, besides the client's own and root, whose server a client
+    /// talks to (`--expect-server-uid`, `GROSER_SERVER_UID`): groserd's user
+    /// when it runs as another user and this one reaches it through the
+    /// socket group. A client reads who answers (SO_PEERCRED) and sends
+    /// nothing to anyone else.
+    public var expectedServerUID: UInt32?
 
-    public init(path: String, isExplicit: Bool) {
+    public init(path: String, isExplicit: Bool, expectedServerUID: UInt32? = nil) {
         self.path = path
         self.isExplicit = isExplicit
+        self.expectedServerUID = expectedServerUID
     }
 
-    /// `$GROSER_SOCKET` (explicit), else `$XDG_RUNTIME_DIR/groser/groserd.sock`,
-    /// else `/tmp/groser-<uid>/groserd.sock`.
+    /// `$GROSER_SOCKET` (explicit), else `$XDG_RUNTIME_DIR/groser/groserd.sock`
+    /// when `XDG_RUNTIME_DIR` is an absolute path (a relative or empty one is
+    /// ignored, as the XDG Base Directory specification asks), else
+    /// `/tmp/groser-<uid>/groserd.sock`; with `$GROSER_SERVER_UID` (a uid or
+    /// a user name) as the expected server uid. A `GROSER_SERVER_UID` that
+    /// names no user is left out, which can only refuse more servers.
     public static func fromEnvironment() -> SocketLocation {
-        if let path = ProcessInfo.environment("GROSER_SOCKET") { return SocketLocation(path: path, isExplicit: true) }
-        if let runtime = ProcessInfo.environment("XDG_RUNTIME_DIR") {
-            return SocketLocation(path: runtime + "/groser/groserd.sock", isExplicit: false)
+        let expected = ProcessInfo.environment("GROSER_SERVER_UID").flatMap(Accounts.userID)
+        if let path = ProcessInfo.environment("GROSER_SOCKET") {
+            return SocketLocation(path: path, isExplicit: true, expectedServerUID: expected)
         }
-        return SocketLocation(path: "/tmp/groser-\(ProcessInfo.userID)/groserd.sock", isExplicit: false)
+        if let runtime = ProcessInfo.environment("XDG_RUNTIME_DIR"), runtime.hasPrefix("/") {
+            return SocketLocation(path: runtime + "/groser/groserd.sock", isExplicit: false, expectedServerUID: expected)
+        }
+        return SocketLocation(path: "/tmp/groser-\(ProcessInfo.userID)/groserd.sock", isExplicit: false, expectedServerUID: expected)
     }
 
     /// The directory holding the socket ("." for a bare file name).
     public var directory: String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The socket's name inside `directory`.
+    public var fileName: String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The uids whose server a client of this user accepts: its own, root
+    /// and the expected one.
+    public var acceptedServerUIDs: [UInt32] {
+        var uids = [ProcessInfo.userID]
+        if geteuid() != ProcessInfo.userID { uids.append(geteuid()) }
+        for uid in [0] + (expectedServerUID.map { [$0] } ?? []) where !uids.contains(uid) { uids.append(uid) }
+        return uids
     }
 }
 
@@ -82,6 +112,79 @@ public enum SocketDirectory {
         return .trusted
     }
 
+    /// Checks every directory above `directory`, from "/" down to its
+    /// parent: each must be a directory that group and others may not write
+    /// to unless it has the sticky bit (as /tmp), and, when `owners` is
+    /// given, must belong to one of them; whoever may write to a parent can
+    /// rename the directory away and put their own in its place. Links are
+    /// followed here (/var/run is one): what they lead to is checked. Only
+    /// an absolute `directory` has parents to check. Nil when all are fit.
+    public static func checkParents(of directory: String, owners: [UInt32]?) -> SocketDirectoryProblem? {
+        guard directory.hasPrefix("/") else { return nil }
+        var parents = ["/"]
+        var prefix = ""
+        for component in directory.split(separator: "/").dropLast() {
+            prefix += "/" + component
+            parents.append(prefix)
+        }
+        for parent in parents {
+            var st = stat()
+            guard stat(parent, &st) == 0 else {
+                return SocketDirectoryProblem(directory: parent, reason: .cannotInspect(Errno.current))
+            }
+            guard st.st_mode & S_IFMT == S_IFDIR else { return SocketDirectoryProblem(directory: parent, reason: .notADirectory) }
+            if let owners, !owners.contains(st.st_uid) {
+                return SocketDirectoryProblem(directory: parent, reason: .ownedByAnotherUser(owner: st.st_uid, expected: owners))
+            }
+            let mode = UInt32(st.st_mode & 0o7777)
+            if mode & 0o022 != 0 && mode & UInt32(S_ISVTX) == 0 {
+                return SocketDirectoryProblem(directory: parent, reason: .writableByOthers(mode: mode))
+            }
+        }
+        return nil
+    }
+
+    /// Opens the per-user default `directory` to connect through
+    /// (`O_PATH | O_DIRECTORY | O_NOFOLLOW`) and checks what was opened
+    /// (`fstat`): a directory, owned by one of `owners`, writable by neither
+    /// group nor others, under parents `checkParents` accepts. A client
+    /// connects to `/proc/self/fd/N/<socket>` of the descriptor, so a rename
+    /// between this check and the connect cannot swap the directory.
+    public static func open(_ directory: String, owners: [UInt32]) -> SocketDirectoryOpening {
+        if let problem = checkParents(of: directory, owners: owners) { return .refused(problem) }
+        func refuse(_ reason: SocketDirectoryProblem.Reason) -> SocketDirectoryOpening {
+            .refused(SocketDirectoryProblem(directory: directory, reason: reason))
+        }
+        let fd = Glibc.open(directory, oPath | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        if fd < 0 {
+            let error = Errno.current
+            if error == .noSuchFileOrDirectory { return .missing }
+            if error.rawValue == ENOTDIR {
+                // O_NOFOLLOW with O_DIRECTORY fails a link with ENOTDIR too:
+                // lstat only chooses the words, the refusal is already made.
+                var st = stat()
+                return refuse(lstat(directory, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK ? .symbolicLink : .notADirectory)
+            }
+            return refuse(.cannotInspect(error))
+        }
+        var st = stat()
+        if fstat(fd, &st) != 0 {
+            let error = Errno.current
+            _ = Glibc.close(fd)
+            return refuse(.cannotInspect(error))
+        }
+        let mode = UInt32(st.st_mode & 0o7777)
+        let reason: SocketDirectoryProblem.Reason? =
+            st.st_mode & S_IFMT != S_IFDIR ? .notADirectory
+            : !owners.contains(st.st_uid) ? .ownedByAnotherUser(owner: st.st_uid, expected: owners)
+            : mode & 0o022 != 0 ? .writableByOthers(mode: mode) : nil
+        if let reason {
+            _ = Glibc.close(fd)
+            return refuse(reason)
+        }
+        return .opened(descriptor: fd)
+    }
+
     /// Creates `directory` with exactly `mode` (not narrowed by the umask)
     /// and, when given, `group`; missing parents are created 0700. A
     /// directory that already exists is left as it is, whoever made it:
@@ -96,7 +199,7 @@ public enum SocketDirectory {
         }
         // Changed through a descriptor of the directory just made, never a
         // path that someone could have swapped for a link in the meantime.
-        let fd = try syscall { open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = try syscall { Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         defer { _ = close(fd) }
         if let group { _ = try syscall { fchown(fd, uid_t.max, group) } }
         _ = try syscall { fchmod(fd, mode) }
@@ -110,6 +213,20 @@ public enum SocketDirectoryCheck: Sendable, Hashable {
     /// Nothing is at the path (the daemon then creates the directory).
     case missing
     /// The directory must not be used, and why.
+    case refused(SocketDirectoryProblem)
+}
+
+/// Linux's O_PATH (a descriptor that names a directory without the right to
+/// read it), which Glibc's Swift module leaves out (it needs _GNU_SOURCE).
+private let oPath: Int32 = 0o10000000
+
+/// What `SocketDirectory.open` found.
+public enum SocketDirectoryOpening: Sendable, Hashable {
+    /// The directory, checked, open as an `O_PATH` descriptor the caller closes.
+    case opened(descriptor: Int32)
+    /// Nothing is at the path: no daemon made it, so none listens there.
+    case missing
+    /// The directory (or a parent) must not be used, and why.
     case refused(SocketDirectoryProblem)
 }
 

@@ -63,7 +63,7 @@ struct ClientConventionsTests {
         expectShortUsageError(r, "groser-client shelf: missing UID")
         #expect(r.err.contains("usage: groser-client shelf UID") && r.err.contains("see 'groser-client shelf --help'"))
         expectShortUsageError(try run(["--bogus"]), "unknown option --bogus")
-        expectShortUsageError(try run(["checkout", "--exp", "12/29"]), "--name HOLDER is required")
+        expectShortUsageError(try run(["checkout", "--name", "IVAN PETROV"]), "--exp MM/YY is required")
         expectShortUsageError(try run(["--timeout", "0.0005", "cities"]), "--timeout must be a number of seconds from 0.001 (1 ms)")
         expectShortUsageError(try run(["--socket", "", "cities"]), "--socket needs a non-empty path")
         expectShortUsageError(try run(["help", "crt"]), "did you mean \"cart\"?")

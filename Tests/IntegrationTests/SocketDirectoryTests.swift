@@ -105,6 +105,22 @@ struct SocketDirectoryTests {
         #expect(!Files.exists(rt.data), "nothing else was started")
     }
 
+    @Test("groserd and groser-client refuse a default directory whose parent others may write to (no sticky bit)")
+    func anUnsafeParentIsRefused() throws {
+        let rt = Runtime()
+        chmod(rt.run, 0o777)
+        let daemon = try Background(Daemon.groserd, ["--data", rt.data, "--threads", "1"], environment: rt.environment)
+        #expect(daemon.waitForExit(seconds: 15) == 1, "groserd started under a parent anyone may write to")
+        let log = daemon.errorOutput
+        #expect(log.split(separator: "\n").count == 1, "\(log)")
+        #expect(log.contains("refusing the socket directory: \(rt.run) is writable by its group and others (mode 0777)"), "\(log)")
+        #expect(!Files.exists(rt.socket), "nothing was bound")
+        mkdir(rt.directory, 0o700)
+        let r = try runProgram(Daemon.groserClient, ["info"], environment: rt.environment)
+        #expect(r.status == 1)
+        #expect(r.err.contains("refusing to connect to \(rt.socket): \(rt.run) is writable by its group and others"), "\(r.err)")
+    }
+
     @Test("groser-client refuses to connect through an unsafe default directory, and says why", arguments: Unsafe.allCases)
     func theClientRefuses(_ unsafe: Unsafe) throws {
         let rt = Runtime()
@@ -259,5 +275,69 @@ struct SocketDirectoryTests {
             return
         }
         #expect(problem.reason == .notADirectory)
+    }
+
+    @Test("SocketDirectory.checkParents: a parent others may write to needs the sticky bit; the default's belong to the user or root")
+    func parents() throws {
+        let scratch = Daemon.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let parent = scratch + "/parent"
+        mkdir(parent, 0o700)
+        let directory = parent + "/groser"
+        let owners = [getuid(), 0]
+        #expect(SocketDirectory.checkParents(of: directory, owners: owners) == nil)
+        chmod(parent, 0o777)
+        #expect(SocketDirectory.checkParents(of: directory, owners: owners)
+                == SocketDirectoryProblem(directory: parent, reason: .writableByOthers(mode: 0o777)))
+        #expect(SocketDirectory.checkParents(of: directory, owners: nil) != nil, "a named socket's parents too")
+        chmod(parent, 0o1777)
+        #expect(SocketDirectory.checkParents(of: directory, owners: owners) == nil, "sticky, as /tmp")
+        chmod(parent, 0o755)
+        #expect(SocketDirectory.checkParents(of: directory, owners: [getuid() &+ 1]) != nil, "another owner")
+        #expect(SocketDirectory.checkParents(of: "relative/groser", owners: owners) == nil, "nothing above a relative path is checked")
+        if getuid() == 0 {
+            chown(parent, 65_534, 65_534)
+            #expect(SocketDirectory.checkParents(of: directory, owners: owners)
+                    == SocketDirectoryProblem(directory: parent, reason: .ownedByAnotherUser(owner: 65_534, expected: owners)))
+            #expect(SocketDirectory.checkParents(of: directory, owners: nil) == nil, "a named socket's parent may be anyone's")
+        }
+    }
+
+    @Test("SocketDirectory.open: what it opens, and what it refuses through the descriptor")
+    func opening() throws {
+        let scratch = Daemon.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let directory = scratch + "/groser"
+        let owners = [getuid()]
+        #expect(SocketDirectory.open(directory, owners: owners) == .missing)
+        mkdir(directory, 0o700)
+        guard case .opened(let fd) = SocketDirectory.open(directory, owners: owners) else {
+            Issue.record("a private directory was not opened")
+            return
+        }
+        // The descriptor names the directory even after a rename: what a
+        // client connects through.
+        #expect(rename(directory, scratch + "/moved") == 0)
+        #expect(FileManager.default.createFile(atPath: scratch + "/moved/probe", contents: nil))
+        var st = stat()
+        #expect(stat("/proc/self/fd/\(fd)/probe", &st) == 0)
+        close(fd)
+        #expect(rename(scratch + "/moved", directory) == 0)
+        chmod(directory, 0o770)
+        #expect(SocketDirectory.open(directory, owners: owners)
+                == .refused(SocketDirectoryProblem(directory: directory, reason: .writableByOthers(mode: 0o770))))
+        chmod(directory, 0o700)
+        if getuid() == 0 {
+            chown(directory, 65_534, 65_534)
+            #expect(SocketDirectory.open(directory, owners: owners)
+                    == .refused(SocketDirectoryProblem(directory: directory, reason: .ownedByAnotherUser(owner: 65_534, expected: owners))))
+            chown(directory, 0, 0)
+        }
+        symlink(directory, scratch + "/link")
+        #expect(SocketDirectory.open(scratch + "/link", owners: owners)
+                == .refused(SocketDirectoryProblem(directory: scratch + "/link", reason: .symbolicLink)))
+        #expect(FileManager.default.createFile(atPath: scratch + "/file", contents: nil))
+        #expect(SocketDirectory.open(scratch + "/file", owners: owners)
+                == .refused(SocketDirectoryProblem(directory: scratch + "/file", reason: .notADirectory)))
     }
 }
