@@ -375,7 +375,7 @@ final class EventLoop: @unchecked Sendable {
                 handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
             } else {
                 method = Request.methodField(of: body)
-                handled = handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+                handled = handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: isOperator, into: &out)
             }
             var answered = ConnectionStateMachine.Answered.answered
             switch handled {
@@ -391,17 +391,17 @@ final class EventLoop: @unchecked Sendable {
         }
 
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
-            guard let request = Request.decodeCommonMethod(body) ?? (try? Request.decode(body)) else {
-                var frame: [UInt8] = []
-                _ = handler.respond(toFrame: body, receivedAt: receivedAt, into: &frame)
-                return .ready(frame)
-            }
+            var frame: [UInt8] = []
+            guard let request = Request.decodeCommonMethod(body)
+                    ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame) }
             // Held answers are made by `RequestHandler.respond` when their
             // turn comes, which refuses id 0; only a cart request is submitted now.
             guard CommerceService.handles(request.method) && request.id != 0 else { return .later(request, receivedAt: receivedAt) }
-            var frame: [UInt8] = []
             return loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &frame) ? .awaiting : .ready(frame)
         }
+
+        /// Asked only for a frame naming an operators' method.
+        func isOperator() -> Bool { connection.isOperator(by: loop.admission.isOperator) }
 
         mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
             let start = out.count
