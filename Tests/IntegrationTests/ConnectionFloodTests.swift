@@ -12,7 +12,7 @@ struct ConnectionFloodTests {
     /// Opens connections or sends one frame, as told, and says what came
     /// back as one JSON line (see `Attacker`).
     static let script = #"""
-    import json, os, socket, struct, sys
+    import json, os, socket, struct, sys, time
 
     def frame(body):
         return struct.pack(">I", len(body)) + body
@@ -65,7 +65,12 @@ struct ConnectionFloodTests {
         for _ in range(int(sys.argv[3])):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(30)
-            s.connect(path)
+            while True:
+                try:
+                    s.connect(path)
+                    break
+                except BlockingIOError:  # the listen backlog is full
+                    time.sleep(0.001)
             socks.append(s)
         for s in socks:
             try:
