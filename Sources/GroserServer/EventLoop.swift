@@ -227,7 +227,8 @@ final class EventLoop: @unchecked Sendable {
         ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
         _ = frame.withUnsafeBytes { try? socket.write($0) }
         socket.close()
-        logger.warning("loop \(index): refused a connection: \(status.message)")
+        guard let skipped = admission.refusalLogLine(now: monotonicNanoseconds()) else { return }
+        logger.warning("loop \(index): refused a connection: \(status.message)\(skipped > 0 ? " (\(skipped) more refused since the last such line)" : "")")
     }
 
     // MARK: Reading and answering

@@ -45,6 +45,16 @@ import Testing
         #expect(config.idleTimeoutSeconds == 300)
     }
 
+    @Test func refusalsAreLoggedOnceASecondWithTheCountOfThoseNot() {
+        var throttle = RefusalLogThrottle()
+        let second: UInt64 = 1_000_000_000
+        #expect(throttle.take(now: 5 * second) == 0)
+        #expect(throttle.take(now: 5 * second + 1) == nil)
+        #expect(throttle.take(now: 6 * second - 1) == nil)
+        #expect(throttle.take(now: 6 * second) == 2)
+        #expect(throttle.take(now: 9 * second) == 0)
+    }
+
     @Test func admissionCountsPerUidAndForgetsAUidWithNoConnection() {
         let admission = ConnectionAdmission(limits: PeerConnectionLimits(maximumConnections: 8, maximumPerUID: 3, reserved: 2)) {
             $0.uid == 0

@@ -67,6 +67,25 @@ struct PeerConnectionLimits: Sendable, Hashable {
     static func defaultReserve(maximumConnections: Int) -> Int { min(64, maximumConnections / 16) }
 }
 
+/// At most one log line a second for refused connections: a uid over its
+/// maximum can be refused as fast as it connects, and each refusal's line
+/// would fill the log. The line that goes out says how many went unlogged.
+struct RefusalLogThrottle: Sendable, Hashable {
+    private var lastLine: UInt64?
+    private var skipped = 0
+
+    /// For a refusal at `now` (nanoseconds): nil when it gets no line, else
+    /// how many refusals before it got none since the last line.
+    mutating func take(now: UInt64) -> Int? {
+        if let last = lastLine, now &- last < 1_000_000_000 {
+            skipped += 1
+            return nil
+        }
+        defer { lastLine = now; skipped = 0 }
+        return skipped
+    }
+}
+
 /// The connection counts `PeerConnectionLimits` is applied to, shared by
 /// every event loop: the total and, per peer uid with a connection open,
 /// its count (so the table holds at most `--max-connections` entries).
@@ -76,6 +95,7 @@ final class ConnectionAdmission: Sendable {
     /// The one rule for "operator" (`CommerceService.isOperator`).
     let isOperator: @Sendable (Caller) -> Bool
     private let counts = Locked<Counts>(Counts())
+    private let logThrottle = Locked(RefusalLogThrottle())
     let refusedTotal = Atomic<Int>(0)
     let refusedPerUID = Atomic<Int>(0)
     let refusedReserved = Atomic<Int>(0)
@@ -127,6 +147,10 @@ final class ConnectionAdmission: Sendable {
             return (refusal, open)
         }
     }
+
+    /// Whether a refusal at `now` is logged, and how many before it were not
+    /// (`RefusalLogThrottle`, shared by every loop).
+    func refusalLogLine(now: UInt64) -> Int? { logThrottle.withLock { $0.take(now: now) } }
 
     /// Counts out a connection `admit` let in.
     func release(_ peer: PeerCredentials?) {
