@@ -1071,7 +1071,7 @@ const ProtobufCMessageDescriptor groser__v1__status_count__descriptor =
   (ProtobufCMessageInit) groser__v1__status_count__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[24] =
+static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descriptors[27] =
 {
   {
     "server_version",
@@ -1361,6 +1361,42 @@ static const ProtobufCFieldDescriptor groser__v1__stats_response__field_descript
     0,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "connections_refused_per_uid",
+    25,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, connections_refused_per_uid),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "connections_refused_reserved",
+    26,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, connections_refused_reserved),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "connections_closed_idle",
+    27,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StatsResponse, connections_closed_idle),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   13,   /* field[13] = catalog_products */
@@ -1369,7 +1405,10 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
   14,   /* field[14] = commit_batches */
   2,   /* field[2] = connections */
   3,   /* field[3] = connections_accepted */
+  26,   /* field[26] = connections_closed_idle */
   4,   /* field[4] = connections_refused */
+  24,   /* field[24] = connections_refused_per_uid */
+  25,   /* field[25] = connections_refused_reserved */
   10,   /* field[10] = errors */
   15,   /* field[15] = fsync */
   9,   /* field[9] = methods */
@@ -1391,7 +1430,7 @@ static const unsigned groser__v1__stats_response__field_indices_by_name[] = {
 static const ProtobufCIntRange groser__v1__stats_response__number_ranges[1 + 1] =
 {
   { 1, 0 },
-  { 0, 24 }
+  { 0, 27 }
 };
 const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
 {
@@ -1401,7 +1440,7 @@ const ProtobufCMessageDescriptor groser__v1__stats_response__descriptor =
   "Groser__V1__StatsResponse",
   "groser.v1",
   sizeof(Groser__V1__StatsResponse),
-  24,
+  27,
   groser__v1__stats_response__field_descriptors,
   groser__v1__stats_response__field_indices_by_name,
   1,  groser__v1__stats_response__number_ranges,

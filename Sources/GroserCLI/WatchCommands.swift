@@ -100,7 +100,9 @@ enum StatsOutput {
     static func info(_ s: ServerStats) -> TerminalText {
         var t: TerminalText = "# Server\nserver_version:\(s.serverVersion)\nuptime_in_seconds:\(s.uptimeMilliseconds / 1000)\n"
         t += "\n# Clients\nconnected_clients:\(s.connections)\ntotal_connections_received:\(s.connectionsAccepted)\n"
-        t += "rejected_connections:\(s.connectionsRefused)\nslow_readers_cut_off:\(s.slowReadersCutOff)\n"
+        t += "rejected_connections:\(s.connectionsRefused)\nrejected_connections_per_uid:\(s.connectionsRefusedPerUID)\n"
+        t += "rejected_connections_reserved:\(s.connectionsRefusedReserved)\nidle_connections_closed:\(s.connectionsClosedIdle)\n"
+        t += "slow_readers_cut_off:\(s.slowReadersCutOff)\n"
         t += "\n# Watch\nwatchers:\(s.watchers)\nwatch_frames:\(s.watchFrames)\nwatch_coalesced:\(s.watchCoalesced)\n"
         t += "watchers_cut_off:\(s.watchersCutOff)\n"
         t += "\n# Catalog\ncatalog_version:\(s.catalogVersion)\ncatalog_stores:\(s.catalogStores)\ncatalog_products:\(s.catalogProducts)\n"
@@ -157,7 +159,13 @@ enum StatsOutput {
         metric("uptime_seconds", "gauge", "Seconds since groserd started.", [("", seconds(s.uptimeMilliseconds * 1000))])
         metric("connections", "gauge", "Client connections open now.", [("", "\(s.connections)")])
         metric("connections_accepted_total", "counter", "Client connections accepted since start.", [("", "\(s.connectionsAccepted)")])
-        metric("connections_refused_total", "counter", "Connections refused over --max-connections.", [("", "\(s.connectionsRefused)")])
+        metric("connections_refused_total", "counter", "Connections refused, for any cause.", [("", "\(s.connectionsRefused)")])
+        metric("connections_refused_per_uid_total", "counter", "Connections refused because their peer's uid held --max-connections-per-uid.",
+               [("", "\(s.connectionsRefusedPerUID)")])
+        metric("connections_refused_reserved_total", "counter", "Connections refused because only the slots kept for operators were left.",
+               [("", "\(s.connectionsRefusedReserved)")])
+        metric("connections_closed_idle_total", "counter", "Connections closed after --idle-timeout with nothing owed and no watch.",
+               [("", "\(s.connectionsClosedIdle)")])
         metric("slow_readers_cut_off_total", "counter", "Connections closed for not reading their answers.", [("", "\(s.slowReadersCutOff)")])
         metric("watchers", "gauge", "Watches open now.", [("", "\(s.watchers)")])
         metric("watch_frames_total", "counter", "Watch frames sent.", [("", "\(s.watchFrames)")])

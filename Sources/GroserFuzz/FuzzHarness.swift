@@ -304,7 +304,7 @@ public final class FuzzHarness {
             if let request = Request.decodeCommonMethod(body) {
                 return handler.respond(to: request, receivedAt: receivedAt, into: &out)
             }
-            return handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+            return handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: { true }, into: &out)
         }
         if case .local(let request) = handled { return answerLocal(request, into: &out) }
         guard case .deferred(let request) = handled else { return out }

@@ -22,13 +22,19 @@ public enum DaemonArguments {
                                (default: http://localhost:8080)
       --max-frame-bytes N      largest accepted frame body (default: 4194304)
       --threads N              event loop threads (default: one per core)
-      --max-connections N      connections open at once; more get UNAVAILABLE (default: 4096)
+      --max-connections N      connections open at once; more get UNAVAILABLE (default: 4096);
+                               the last 64 (or a sixteenth, if less) are kept for groserd's
+                               user, root and --admin-group
+      --max-connections-per-uid N
+                               connections one peer uid may hold (operators excepted); more
+                               get RESOURCE_EXHAUSTED (default: a quarter of --max-connections)
       --max-pending-output-bytes N
                                unsent answer bytes above which a client's requests are
                                no longer read until it catches up (default: 1048576)
       --slow-reader-timeout S  cut off a client that reads none of its answers for S
                                seconds (default: 10)
-      --idle-timeout S         close connections idle for S seconds (default: 0, never)
+      --idle-timeout S         close connections with no watch idle for S seconds; 0: never
+                               (default: 300)
       --frame-read-timeout S   close a connection whose frame has not all arrived S seconds
                                after it began (default: 5)
       --max-unfinished-frame-bytes N
@@ -152,6 +158,7 @@ public enum DaemonArguments {
                 guard let gid = Accounts.groupID(text) else { throw ServerError("\(name): there is no group \"\(text)\"") }
                 if name == "--socket-group" { config.socketGroup = gid } else { config.adminGroup = gid }
             case "--max-connections": config.maximumConnections = try positive(name, v(), upTo: 1_000_000)
+            case "--max-connections-per-uid": config.maximumConnectionsPerUIDOption = try positive(name, v(), upTo: 1_000_000)
             case "--max-pending-output-bytes": config.maximumPendingOutputBytes = try positive(name, v(), upTo: 1 << 30)
             case "--slow-reader-timeout", "--idle-timeout", "--frame-read-timeout":
                 let text = try v()

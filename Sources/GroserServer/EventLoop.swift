@@ -29,8 +29,8 @@ final class EventLoop: @unchecked Sendable {
     private let config: ServerConfig
     private let logger: Logger
     private let stopping: @Sendable () -> Bool
-    /// Open connections across all loops, for `--max-connections`.
-    private let openConnections: ConnectionCount
+    /// Open connections across all loops, per peer uid and in all.
+    private let admission: ConnectionAdmission
     /// Bytes in unfinished frames across all loops, for `--max-unfinished-frame-bytes`.
     private let unfinished: UnfinishedFrames
     private let handoff: ConnectionHandoff
@@ -65,7 +65,7 @@ final class EventLoop: @unchecked Sendable {
     static let retainedInboxCapacity = 4096
 
     init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
-         logger: Logger, openConnections: ConnectionCount, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
+         logger: Logger, admission: ConnectionAdmission, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
          watches: WatchHub, counters: DaemonCounters, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
@@ -73,7 +73,7 @@ final class EventLoop: @unchecked Sendable {
         self.commits = commits
         self.config = config
         self.logger = logger
-        self.openConnections = openConnections
+        self.admission = admission
         self.unfinished = unfinished
         self.handoff = handoff
         self.watches = watches
@@ -144,7 +144,7 @@ final class EventLoop: @unchecked Sendable {
                     case Self.listenerToken: acceptAll()
                     case Self.wakeToken:
                         wakeup.drain()
-                        for socket in handoff.take(for: index) { adopt(socket) }
+                        for (socket, peer) in handoff.take(for: index) { adopt(socket, peer) }
                         if unfinished.takeCheckRequest(loop: index) { budgetCheckDue = true }
                         deliverAnswers()
                         deliverChanges()
@@ -188,30 +188,31 @@ final class EventLoop: @unchecked Sendable {
                 return
             }
             guard let socket = accepted else { return }
-            if openConnections.value.add(1, ordering: .relaxed).newValue > config.maximumConnections {
-                refuse(socket)
+            let peer = try? socket.peerCredentials()
+            if let refusal = admission.admit(peer) {
+                refuse(socket, refusal)
                 continue
             }
             let owner = handoff.nextLoop()
             if owner != index {
-                handoff.give(socket, to: owner)
+                handoff.give(socket, peer, to: owner)
                 continue
             }
-            adopt(socket)
+            adopt(socket, peer)
         }
     }
 
     /// Starts serving an accepted connection on this loop.
-    private func adopt(_ socket: Socket) {
+    private func adopt(_ socket: Socket, _ peer: PeerCredentials?) {
         let serial = counters.nextConnectionID.add(1, ordering: .relaxed).newValue
         counters.connectionsAccepted.add(1, ordering: .relaxed)
-        let connection = Connection(socket: socket, peer: try? socket.peerCredentials(), serial: serial,
+        let connection = Connection(socket: socket, peer: peer, serial: serial,
                                     limits: connectionLimits, now: monotonicNanoseconds())
         do {
             try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
         } catch {
             logger.warning("loop \(index): cannot watch a new connection: \(error)")
-            openConnections.value.subtract(1, ordering: .relaxed)
+            admission.release(peer)
             socket.close()
             return
         }
@@ -219,18 +220,15 @@ final class EventLoop: @unchecked Sendable {
         logger.debug("loop \(index): connection #\(serial) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
     }
 
-    /// Over `--max-connections`: one UNAVAILABLE frame (if the socket takes
-    /// it at once), then close.
-    private func refuse(_ socket: Socket) {
+    /// Over a limit (`PeerConnectionLimits`): one frame with its status
+    /// (if the socket takes it at once), then close.
+    private func refuse(_ socket: Socket, _ status: Status) {
         var frame: [UInt8] = []
-        ResponseFrameWriter.appendStatus(
-            id: 0, status: Status(.unavailable, "groserd has \(config.maximumConnections) connections, its maximum; try again later."),
-            to: &frame)
+        ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
         _ = frame.withUnsafeBytes { try? socket.write($0) }
         socket.close()
-        openConnections.value.subtract(1, ordering: .relaxed)
-        counters.connectionsRefused.add(1, ordering: .relaxed)
-        logger.warning("loop \(index): refused a connection: \(config.maximumConnections) are open")
+        guard let skipped = admission.refusalLogLine(now: monotonicNanoseconds()) else { return }
+        logger.warning("loop \(index): refused a connection: \(status.message)\(skipped > 0 ? " (\(skipped) more refused since the last such line)" : "")")
     }
 
     // MARK: Reading and answering
@@ -378,7 +376,7 @@ final class EventLoop: @unchecked Sendable {
                 handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
             } else {
                 method = Request.methodField(of: body)
-                handled = handler.respond(toFrame: body, receivedAt: receivedAt, into: &out)
+                handled = handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: isOperator, into: &out)
             }
             var answered = ConnectionStateMachine.Answered.answered
             switch handled {
@@ -394,17 +392,17 @@ final class EventLoop: @unchecked Sendable {
         }
 
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
-            guard let request = Request.decodeCommonMethod(body) ?? (try? Request.decode(body)) else {
-                var frame: [UInt8] = []
-                _ = handler.respond(toFrame: body, receivedAt: receivedAt, into: &frame)
-                return .ready(frame)
-            }
+            var frame: [UInt8] = []
+            guard let request = Request.decodeCommonMethod(body)
+                    ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame) }
             // Held answers are made by `RequestHandler.respond` when their
             // turn comes, which refuses id 0; only a cart request is submitted now.
             guard CommerceService.handles(request.method) && request.id != 0 else { return .later(request, receivedAt: receivedAt) }
-            var frame: [UInt8] = []
             return loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &frame) ? .awaiting : .ready(frame)
         }
+
+        /// Asked only for a frame naming an operators' method.
+        func isOperator() -> Bool { connection.isOperator(by: loop.admission.isOperator) }
 
         mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
             let start = out.count
@@ -559,7 +557,7 @@ final class EventLoop: @unchecked Sendable {
         }
         connection.token.close()
         connection.socket.close()
-        openConnections.value.subtract(1, ordering: .relaxed)
+        admission.release(connection.peer)
         if connection.accountedFrameBytes != 0 {
             _ = unfinished.add(-connection.accountedFrameBytes)
             connection.accountedFrameBytes = 0
@@ -587,9 +585,10 @@ final class EventLoop: @unchecked Sendable {
         var s = ServerStats()
         s.serverVersion = ProtocolInfo.serverVersion
         s.uptimeMilliseconds = (monotonicNanoseconds() &- service.startedAt) / 1_000_000
-        s.connections = UInt64(max(0, openConnections.value.load(ordering: .relaxed)))
+        s.connections = UInt64(max(0, admission.openConnections))
         s.connectionsAccepted = UInt64(counters.connectionsAccepted.load(ordering: .relaxed))
-        s.connectionsRefused = UInt64(counters.connectionsRefused.load(ordering: .relaxed))
+        admission.report(into: &s)
+        s.connectionsClosedIdle = UInt64(counters.connectionsClosedIdle.load(ordering: .relaxed))
         s.watchers = UInt64(max(0, counters.watchers.load(ordering: .relaxed)))
         s.watchFrames = UInt64(counters.watchFrames.load(ordering: .relaxed))
         s.watchCoalesced = UInt64(counters.watchCoalesced.load(ordering: .relaxed))
@@ -717,7 +716,7 @@ final class EventLoop: @unchecked Sendable {
         guard now &- lastSweep >= 1_000_000_000 else { return }
         lastSweep = now
         for connection in Array(connections.values) {
-            switch connection.machine.timeout(now: now) {
+            switch connection.machine.timeout(now: now, watching: !connection.watchers.isEmpty) {
             case nil: break
             case .frameNotFinished(let buffered, let announced):
                 let timeout = config.frameReadTimeoutSeconds
@@ -733,6 +732,7 @@ final class EventLoop: @unchecked Sendable {
                 if !connection.watchers.isEmpty { counters.watchersCutOff.add(1, ordering: .relaxed) }
                 close(connection, reason: "cut off: not reading")
             case .idle:
+                counters.connectionsClosedIdle.add(1, ordering: .relaxed)
                 close(connection, reason: "idle for \(Int(config.idleTimeoutSeconds)) s")
             }
         }
@@ -757,8 +757,8 @@ final class EventLoop: @unchecked Sendable {
     /// up to three seconds in all), close.
     private func drainAndClose() {
         stopListening()
-        for socket in handoff.take(for: index) {
-            openConnections.value.subtract(1, ordering: .relaxed)
+        for (socket, peer) in handoff.take(for: index) {
+            admission.release(peer)
             socket.close()
         }
         let deadline = monotonicNanoseconds() + 3_000_000_000
@@ -781,9 +781,4 @@ final class EventLoop: @unchecked Sendable {
             close(connection, reason: "closed at shutdown")
         }
     }
-}
-
-/// The number of open connections, shared by every loop.
-final class ConnectionCount: Sendable {
-    let value = Atomic<Int>(0)
 }

@@ -30,20 +30,42 @@ public struct RequestHandler: Sendable {
     }
 
     /// Answers one frame body, appending one whole response frame to `out`,
-    /// or hands it back as deferred.
-    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
-        let request: Request
+    /// or hands it back as deferred. `peerIsOperator` says whether the peer
+    /// may call the operators' methods (asked only for a frame naming one).
+    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, peerIsOperator: () -> Bool,
+                        into out: inout [UInt8]) -> Handled {
+        guard let request = Self.decode(frame: body, peerIsOperator: peerIsOperator, into: &out) else { return .answered }
+        return respond(to: request, receivedAt: receivedAt, into: &out)
+    }
+
+    /// The request in a frame's body, or nil with its refusal appended to
+    /// `out`. A frame naming a method only operators may call (PROTOCOL.md
+    /// §8), from a peer that is not one, is refused with PERMISSION_DENIED
+    /// from its envelope's keys, before it is unpacked: unpacking a 4 MiB
+    /// ImportCatalog of empty records takes protobuf-c over 200 MB. Only an
+    /// operator's frame gets ImportCatalog's raised field limit.
+    public static func decode(frame body: UnsafeRawBufferPointer, peerIsOperator: () -> Bool,
+                              into out: inout [UInt8]) -> Request? {
+        let envelope = Request.envelope(of: body)
+        var fromOperator = false
+        if let method = envelope.method, method.info.access == .operators {
+            fromOperator = peerIsOperator()
+            guard fromOperator || envelope.id == 0 else {
+                ResponseFrameWriter.appendStatus(id: envelope.id, status: Status(
+                    .permissionDenied, "Only groserd's own user, root or an admin group member may call \(method.info.name)."), to: &out)
+                return nil
+            }
+        }
         do {
-            request = try Request.decode(body)
+            return try Request.decode(body, fromOperator: fromOperator)
         } catch {
             // Refused unread, like a malformed frame: id 0 (PROTOCOL.md §2, §11).
             let message = error.tooManyFields
-                ? "The request has more than \(Request.fieldLimit(for: body)) fields (unknown and repeated ones count); groserd does not read it."
+                ? "The request has more than \(Request.fieldLimit(for: body, fromOperator: fromOperator)) fields (unknown and repeated ones count); groserd does not read it."
                 : "The frame is not a valid groser.v1.Request message."
             ResponseFrameWriter.appendStatus(id: 0, status: Status(.invalidArgument, message), to: &out)
-            return .answered
+            return nil
         }
-        return respond(to: request, receivedAt: receivedAt, into: &out)
     }
 
     /// True when the request has id 0, which clients may not use: it marks

@@ -24,7 +24,8 @@ public final class Server: Sendable {
     private let logger: Logger
     private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
-    private let openConnections = ConnectionCount()
+    /// Open connections, per peer uid and in all.
+    private let admission: ConnectionAdmission
     private let customers: CustomerService?
     /// With a shared PostgreSQL store: follows other hosts' catalog changes.
     private let follower: CatalogFollower?
@@ -51,6 +52,7 @@ public final class Server: Sendable {
         let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
                                     imageBaseURL: config.imageBaseURL)
         let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
+        admission = ConnectionAdmission(limits: PeerConnectionLimits(config), isOperator: { rules.isOperator($0) })
         commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger, imports: imports,
                               customers: customers)
     }
@@ -75,7 +77,7 @@ public final class Server: Sendable {
         do {
             for i in 0..<max(1, config.threads) {
                 loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
-                                           logger: logger, openConnections: openConnections, unfinished: unfinished, handoff: handoff,
+                                           logger: logger, admission: admission, unfinished: unfinished, handoff: handoff,
                                            watches: watches, counters: counters,
                                            stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
             }

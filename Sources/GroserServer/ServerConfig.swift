@@ -23,11 +23,18 @@ public struct ServerConfig: Sendable {
     public var maximumPendingOutputBytes: Int
     /// Connections open at once; the next one gets UNAVAILABLE and is closed.
     public var maximumConnections = 4096
+    /// Connections one peer uid may hold at once (operators excepted); nil:
+    /// a quarter of `maximumConnections`.
+    public var maximumConnectionsPerUIDOption: Int?
+    /// A quarter by default: a web front end running as one user gets
+    /// plenty, and a few users together still cannot fill every slot.
+    public var maximumConnectionsPerUID: Int { maximumConnectionsPerUIDOption ?? max(1, maximumConnections / 4) }
     /// A client whose answers have waited this long without it reading any
     /// is cut off.
     public var slowReaderTimeoutSeconds = 10.0
-    /// Connections with nothing to do for this long are closed; 0: never.
-    public var idleTimeoutSeconds = 0.0
+    /// Connections with nothing to do and no watch for this long are
+    /// closed; 0: never.
+    public var idleTimeoutSeconds = 300.0
     /// A frame whose bytes have not all arrived this long after it began
     /// closes its connection (a client sending part of a frame and stopping).
     public var frameReadTimeoutSeconds = 5.0

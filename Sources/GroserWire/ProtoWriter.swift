@@ -337,23 +337,31 @@ public enum ResponseFramePeek {
 extension Request {
     /// The method field of the request in `bytes` (a look at the top-level
     /// keys only), or nil when it names none this build knows.
-    public static func methodField(of bytes: UnsafeRawBufferPointer) -> MethodField? {
+    public static func methodField(of bytes: UnsafeRawBufferPointer) -> MethodField? { envelope(of: bytes).method }
+
+    /// The request's id and method field, as unpacking would read them (the
+    /// last of each wins), from a look at the top-level keys only: what
+    /// groserd knows of a request it refuses unread. The id is 0 when absent.
+    public static func envelope(of bytes: UnsafeRawBufferPointer) -> (id: UInt64, method: MethodField?) {
         var i = 0
         func varint() -> UInt64? { readVarint(bytes, &i) }
+        var id: UInt64 = 0
         var found: MethodField?
         while i < bytes.count, let key = varint() {
             switch key & 7 {
-            case 0: guard varint() != nil else { return found }
+            case 0:
+                guard let v = varint() else { return (id, found) }
+                if key == 1 << 3 { id = v }
             case 1: i += 8
             case 2:
-                guard let n = varint() else { return found }
+                guard let n = varint() else { return (id, found) }
                 if let m = MethodField(rawValue: UInt32(truncatingIfNeeded: key >> 3)), key >> 3 <= UInt64(UInt32.max) { found = m }
                 i += Int(truncatingIfNeeded: min(n, UInt64(Int.max / 2)))
             case 5: i += 4
-            default: return found
+            default: return (id, found)
             }
         }
-        return found
+        return (id, found)
     }
 }
 

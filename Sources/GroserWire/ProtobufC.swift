@@ -377,9 +377,12 @@ extension Request {
     /// Every other request keeps `maximumFieldCount`.
     public static let importBytesPerField = 4
 
-    /// The most fields the request in `bytes` may have.
-    public static func fieldLimit(for bytes: UnsafeRawBufferPointer) -> Int {
-        isImport(bytes) ? max(maximumFieldCount, bytes.count / importBytesPerField) : maximumFieldCount
+    /// The most fields the request in `bytes` may have. Only an operator's
+    /// ImportCatalog gets the raised limit (`fromOperator`; groserd refuses
+    /// anyone else's before unpacking it): anyone else's request, whatever
+    /// it names, keeps `maximumFieldCount`.
+    public static func fieldLimit(for bytes: UnsafeRawBufferPointer, fromOperator: Bool = true) -> Int {
+        fromOperator && isImport(bytes) ? max(maximumFieldCount, bytes.count / importBytesPerField) : maximumFieldCount
     }
 
     /// True when the envelope's method is ImportCatalog (field 24): a look
@@ -422,11 +425,11 @@ extension Request {
     }
 
     /// Reads a Request from a frame's body. A request of more than
-    /// `maximumFieldCount` fields is refused before protobuf-c sees it.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireDecodingError) -> Request {
+    /// `fieldLimit(for:fromOperator:)` fields is refused before protobuf-c sees it.
+    public static func decode(_ bytes: UnsafeRawBufferPointer, fromOperator: Bool = true) throws(WireDecodingError) -> Request {
         // Every field takes at least 2 bytes (a key and a value or length),
         // so a frame this short cannot have too many: no scan.
-        let limit = fieldLimit(for: bytes)
+        let limit = fieldLimit(for: bytes, fromOperator: fromOperator)
         guard bytes.count <= 2 * limit || fieldCount(bytes, stoppingPast: limit) <= limit else {
             throw WireDecodingError("the request has more than \(limit) fields", tooManyFields: true)
         }

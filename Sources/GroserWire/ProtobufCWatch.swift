@@ -138,6 +138,9 @@ private func stats(_ c: Groser__V1__StatsResponse) -> ServerStats {
     s.storeRoundTrip = latency(c.store_round_trip)
     s.storeConflicts = c.store_conflicts
     s.storeReconnects = c.store_reconnects
+    s.connectionsRefusedPerUID = c.connections_refused_per_uid
+    s.connectionsRefusedReserved = c.connections_refused_reserved
+    s.connectionsClosedIdle = c.connections_closed_idle
     return s
 }
 
@@ -222,6 +225,9 @@ extension BodyEncoder {
             p.pointee.store_round_trip = arena.latency(v.storeRoundTrip)
             p.pointee.store_conflicts = v.storeConflicts
             p.pointee.store_reconnects = v.storeReconnects
+            p.pointee.connections_refused_per_uid = v.connectionsRefusedPerUID
+            p.pointee.connections_refused_reserved = v.connectionsRefusedReserved
+            p.pointee.connections_closed_idle = v.connectionsClosedIdle
         }
         return arena.withMessage(p, pack)
     }

@@ -113,6 +113,12 @@ public struct ServerStats: Sendable, Hashable {
     public var storeConflicts: UInt64 = 0
     /// Connections to the store made again after one was lost or could not be made.
     public var storeReconnects: UInt64 = 0
+    /// Of `connectionsRefused`: the peer's uid held its maximum.
+    public var connectionsRefusedPerUID: UInt64 = 0
+    /// Of `connectionsRefused`: only the slots kept for operators were left.
+    public var connectionsRefusedReserved: UInt64 = 0
+    /// Connections closed after the idle timeout.
+    public var connectionsClosedIdle: UInt64 = 0
 
     public init() {}
 }

@@ -306,6 +306,18 @@ struct ConnectionStateMachineTests {
         #expect(m.timeout(now: 131 * Self.second) == .idle)
     }
 
+    /// A watching connection waits for changes, which may not come for
+    /// hours: it is not idle, however long it does nothing.
+    @Test func aWatchingConnectionIsNeverIdle() {
+        var m = machine(idleTimeout: 30 * Self.second)
+        var r = Responder()
+        var out: [UInt8] = []
+        feed(&m, requests([1]), now: Self.second, &r, into: &out)
+        m.keep(&out, written: out.count, now: Self.second)
+        #expect(m.timeout(now: 1000 * Self.second, watching: true) == nil)
+        #expect(m.timeout(now: 1000 * Self.second, watching: false) == .idle)
+    }
+
     /// The loop's path for a shard's answer (into its buffer, then offered
     /// to the socket): an answer that took long restarts the idle clock
     /// when it goes out, as one written from the connection's buffer does.

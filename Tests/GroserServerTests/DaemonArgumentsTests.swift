@@ -26,6 +26,14 @@ struct DaemonArgumentsTests {
         #expect(c.dataDirectory.hasSuffix("/groser"))
         #expect(c.frameReadTimeoutSeconds == 5)
         #expect(c.maximumUnfinishedFrameBytes == 67_108_864)
+        #expect(c.idleTimeoutSeconds == 300)
+        #expect(c.maximumConnectionsPerUID == 1024)
+    }
+
+    @Test func thePerUidMaximumIsAQuarterOfTheTotalUnlessGiven() throws {
+        #expect(try config(["--max-connections", "64"]).maximumConnectionsPerUID == 16)
+        #expect(try config(["--max-connections", "64", "--max-connections-per-uid", "40"]).maximumConnectionsPerUID == 40)
+        #expect(throws: ServerError.self) { try config(["--max-connections-per-uid", "0"]) }
     }
 
     @Test func everyOptionSetsItsField() throws {
@@ -125,7 +133,7 @@ struct DaemonArgumentsTests {
 
     @Test func theUsageNamesEveryOption() {
         for option in ["--socket", "--data", "--image-base-url", "--max-frame-bytes", "--threads", "--log-level", "--help",
-                       "--frame-read-timeout", "--max-unfinished-frame-bytes"] {
+                       "--frame-read-timeout", "--max-unfinished-frame-bytes", "--max-connections-per-uid", "--idle-timeout"] {
             #expect(DaemonArguments.usage.contains(option), "\(option)")
         }
     }

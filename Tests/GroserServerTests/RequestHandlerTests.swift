@@ -211,7 +211,7 @@ struct RequestHandlerTests {
         let request: [UInt8] = [0x08, 0x02, 0x10, 0xf4, 0x03, 0x62, 0x05, 0x0a, 0x03, 0x58, 0x58, 0x58]
         let handler = RequestHandler(catalog: encodedSample, startedAtNanoseconds: monotonicNanoseconds())
         var out: [UInt8] = []
-        let handled = request.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: monotonicNanoseconds(), into: &out) }
+        let handled = request.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: monotonicNanoseconds(), peerIsOperator: { true }, into: &out) }
         guard case .answered = handled else { Issue.record("deferred"); return }
         let expected: [UInt8] = [0x00, 0x00, 0x00, 0x3f, 0x08, 0x02, 0x12, 0x3b, 0x08, 0x05, 0x12, 0x37]
             + Array("No city has the code \"XXX\"; ListCities lists the codes.".utf8)
@@ -292,6 +292,37 @@ struct RequestHandlerTests {
         #expect(r.status.code == .invalidArgument)
         #expect(r.status.message.contains("more than \(Request.maximumFieldCount) fields"), "\(r.status.message)")
         #expect(r.body == .none)
+    }
+
+    /// A non-operator's ImportCatalog is refused from its envelope, before
+    /// it is unpacked: a frame protobuf-c could not even read gets the
+    /// refusal with its id.
+    @Test func aNonOperatorsOperatorMethodIsRefusedUnread() throws {
+        var frame: [UInt8] = [0x08, 0x07, 0xC2, 0x01, 0x04, 0x12, 0x80, 0x80]  // id 7, ImportCatalog, a cut record
+        var asked = 0
+        var out: [UInt8] = []
+        let refused = frame.withUnsafeBytes { RequestHandler.decode(frame: $0, peerIsOperator: { asked += 1; return false }, into: &out) }
+        #expect(refused == nil && asked == 1)
+        let r = try #require(try responses(in: out).first)
+        #expect(r.id == 7 && r.status.code == .permissionDenied)
+        #expect(r.status.message == "Only groserd's own user, root or an admin group member may call ImportCatalog.")
+        // A frame naming no operators' method is read without asking.
+        frame = Request(id: 8, method: .serverInfo).encoded()
+        out = []
+        let read = frame.withUnsafeBytes { RequestHandler.decode(frame: $0, peerIsOperator: { asked += 1; return false }, into: &out) }
+        #expect(read?.id == 8 && asked == 1, "ServerInfo needs no operator")
+    }
+
+    /// The raised field limit is an operator's: anyone else's frame that
+    /// carries an ImportCatalog field but names another method last keeps 256.
+    @Test func onlyAnOperatorsImportGetsTheRaisedFieldLimit() throws {
+        var records: [UInt8] = []
+        for _ in 0..<1000 { records += [0x12, 0x00] }
+        var frame: [UInt8] = [0x08, 0x07, 0xC2, 0x01, 0xD0, 0x0F] + records  // ImportCatalog, 2000 bytes
+        frame += [0x52, 0x00]  // then ServerInfo, which wins
+        let r = try respond(toFrame: frame, peerIsOperator: false)
+        #expect(r.id == 0 && r.status.code == .invalidArgument)
+        #expect(r.status.message.contains("more than \(Request.maximumFieldCount) fields"), "\(r.status.message)")
     }
 
     @Test func aRequestWithAFewUnknownFieldsIsAnswered() throws {
@@ -384,7 +415,7 @@ struct RequestHandlerTests {
         }
         // A garbage frame in the middle of the stream gets its own answer too.
         let garbage: [UInt8] = [0x08, 0xFF]
-        let handled = garbage.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: monotonicNanoseconds(), into: &out) }
+        let handled = garbage.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: monotonicNanoseconds(), peerIsOperator: { true }, into: &out) }
         guard case .answered = handled else { Issue.record("garbage was deferred"); return }
 
         let answers = try responses(in: out)

@@ -32,9 +32,9 @@ func responses(in out: [UInt8]) throws -> [Response] {
 
 /// The handler's only response to one frame body.
 func respond(toFrame body: [UInt8], handler: RequestHandler = RequestHandler(catalog: encodedSample, startedAtNanoseconds: monotonicNanoseconds()),
-             receivedAt: UInt64 = monotonicNanoseconds()) throws -> Response {
+             receivedAt: UInt64 = monotonicNanoseconds(), peerIsOperator: Bool = true) throws -> Response {
     var out: [UInt8] = []
-    let handled = body.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: receivedAt, into: &out) }
+    let handled = body.withUnsafeBytes { handler.respond(toFrame: $0, receivedAt: receivedAt, peerIsOperator: { peerIsOperator }, into: &out) }
     guard case .answered = handled else {
         Issue.record("the request was deferred instead of answered")
         throw Deferred()

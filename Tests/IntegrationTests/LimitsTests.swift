@@ -99,7 +99,7 @@ struct LimitsTests {
         let answered = Date()
         #expect(try idle.receive(timeoutMilliseconds: Int32(TestTime.seconds(10) * 1000)) == nil, "closed after a second of idleness")
         #expect(Date().timeIntervalSince(answered) >= 0.5, "closed long before the second of idleness was up")
-        // Without the option, connections stay.
+        // With the default (300 s), connections stay.
         let other = try Daemon()
         let stays = try RawConnection(path: other.socketPath)
         // Not a wait for anything (nothing is to happen): the time is the

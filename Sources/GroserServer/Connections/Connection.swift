@@ -33,12 +33,24 @@ final class Connection {
     @exclusivity(unchecked) var watchers: [Watcher] = []
     /// The key of the session token the connection sent last.
     @exclusivity(unchecked) var sessionKeys = SessionKeyMemo()
+    /// Whether the peer is an operator, once asked.
+    @exclusivity(unchecked) private var peerIsOperator: Bool?
 
     init(socket: Socket, peer: PeerCredentials?, serial: UInt64, limits: ConnectionStateMachine.Limits, now: UInt64) {
         self.socket = socket
         self.peer = peer
         self.serial = serial
         self.machine = ConnectionStateMachine(limits: limits, now: now)
+    }
+
+    /// Whether the peer may call the operators' methods, by `rule` (which
+    /// may read the group database): asked at the first frame that names
+    /// one, and remembered for the connection's life.
+    func isOperator(by rule: (Caller) -> Bool) -> Bool {
+        if let known = peerIsOperator { return known }
+        let answer = peer.map { rule(Caller(uid: $0.uid, gid: $0.gid)) } ?? false
+        peerIsOperator = answer
+        return answer
     }
 
     /// The events the machine wants epoll to report.

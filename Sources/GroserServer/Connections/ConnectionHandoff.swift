@@ -9,7 +9,9 @@ import Synchronization
 /// adopts it when woken. The queues hold only accepted connections not yet
 /// adopted, so they are bounded by `--max-connections`.
 final class ConnectionHandoff: Sendable {
-    private let queues: [Locked<[Socket]>]
+    /// An accepted socket and its peer, read once at accept.
+    typealias Accepted = (socket: Socket, peer: PeerCredentials?)
+    private let queues: [Locked<[Accepted]>]
     private let wakers = Locked<[@Sendable () -> Void]>([])
     private let turn = Atomic<Int>(0)
 
@@ -25,14 +27,14 @@ final class ConnectionHandoff: Sendable {
     }
 
     /// Queues `socket` for `loop` and wakes it.
-    func give(_ socket: Socket, to loop: Int) {
-        queues[loop].withLock { $0.append(socket) }
+    func give(_ socket: Socket, _ peer: PeerCredentials?, to loop: Int) {
+        queues[loop].withLock { $0.append((socket, peer)) }
         let wake = wakers.withLock { $0.indices.contains(loop) ? $0[loop] : nil }
         wake?()
     }
 
     /// What was given to `loop` since it last looked.
-    func take(for loop: Int) -> [Socket] {
+    func take(for loop: Int) -> [Accepted] {
         queues[loop].withLock { q in
             defer { q.removeAll() }
             return q

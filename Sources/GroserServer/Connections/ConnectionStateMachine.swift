@@ -37,8 +37,8 @@ public struct ConnectionStateMachine {
         public var watchOutputLimit = 64 * 1024
         /// Nanoseconds: output not taken for this long cuts the client off.
         public var slowReaderTimeout: UInt64
-        /// Nanoseconds: a connection owing nothing and doing nothing for
-        /// this long is closed; 0: never.
+        /// Nanoseconds: a connection owing nothing, doing nothing and
+        /// holding no watch for this long is closed; 0: never.
         public var idleTimeout: UInt64 = 0
         /// Nanoseconds a frame may take to arrive from its first byte.
         public var frameReadTimeout: UInt64
@@ -71,13 +71,13 @@ public struct ConnectionStateMachine {
         case later(Request, receivedAt: UInt64)
     }
 
-    /// What the clock says must happen to the connection (`timeout(now:)`).
+    /// What the clock says must happen to the connection (`timeout(now:watching:)`).
     public enum Timeout: Equatable, Sendable {
         /// A frame began and did not finish in time (bytes come, header's length).
         case frameNotFinished(buffered: Int, announced: Int?)
         /// The client read none of its owed output in time.
         case notReading(pendingBytes: Int)
-        /// Nothing owed, nothing done, for the idle timeout.
+        /// Nothing owed, nothing done and no watch held, for the idle timeout.
         case idle
     }
 
@@ -349,8 +349,10 @@ public struct ConnectionStateMachine {
 
     // MARK: The clock
 
-    /// What the clock says must happen now, if anything.
-    public func timeout(now: UInt64) -> Timeout? {
+    /// What the clock says must happen now, if anything. A connection
+    /// `watching` is waiting for changes, not idle: it is never closed for
+    /// idleness (a client's watch may see no change for hours).
+    public func timeout(now: UInt64, watching: Bool = false) -> Timeout? {
         // (A connection that is not read cannot finish its frame.)
         if unfinishedSince != 0 && !pausedForOutput && !pausedForAnswers && now &- unfinishedSince > limits.frameReadTimeout {
             return .frameNotFinished(buffered: decoder.bufferedByteCount, announced: decoder.announcedBodyLength)
@@ -358,7 +360,7 @@ public struct ConnectionStateMachine {
         if stalledSince != 0 && pendingOutputBytes > 0 && now &- stalledSince > limits.slowReaderTimeout {
             return .notReading(pendingBytes: pendingOutputBytes)
         }
-        if limits.idleTimeout > 0 && held.isEmpty && pendingOutputBytes == 0 && now &- lastProgress > limits.idleTimeout {
+        if limits.idleTimeout > 0 && !watching && held.isEmpty && pendingOutputBytes == 0 && now &- lastProgress > limits.idleTimeout {
             return .idle
         }
         return nil

@@ -9,7 +9,9 @@ import Synchronization
 /// (uncontended) lock so Stats can read them from another loop.
 final class DaemonCounters: Sendable {
     let connectionsAccepted = Atomic<Int>(0)
-    let connectionsRefused = Atomic<Int>(0)
+    /// Connections closed for idleness (`--idle-timeout`); the refusals
+    /// are `ConnectionAdmission`'s.
+    let connectionsClosedIdle = Atomic<Int>(0)
     let watchers = Atomic<Int>(0)
     let watchFrames = Atomic<Int>(0)
     let watchCoalesced = Atomic<Int>(0)

@@ -238,7 +238,7 @@ struct  Groser__V1__StatsResponse
    */
   uint64_t connections_accepted;
   /*
-   * over --max-connections
+   * refused for any cause (PROTOCOL.md §11): over --max-connections, or the two below
    */
   uint64_t connections_refused;
   /*
@@ -307,10 +307,22 @@ struct  Groser__V1__StatsResponse
    * connections to the store made again after one was lost or could not be made
    */
   uint64_t store_reconnects;
+  /*
+   * of connections_refused: the peer's uid held --max-connections-per-uid
+   */
+  uint64_t connections_refused_per_uid;
+  /*
+   * of connections_refused: only the slots kept for operators were left
+   */
+  uint64_t connections_refused_reserved;
+  /*
+   * closed after --idle-timeout with nothing owed and no watch
+   */
+  uint64_t connections_closed_idle;
 };
 #define GROSER__V1__STATS_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__stats_response__descriptor) \
-    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0 }
+    , (char *)protobuf_c_empty_string, 0, 0, 0, 0, 0, 0, 0, 0, 0,NULL, 0,NULL, 0, 0, 0, 0, NULL, 0, 0, 0, (char *)protobuf_c_empty_string, (char *)protobuf_c_empty_string, NULL, 0, 0, 0, 0, 0 }
 
 
 /* Groser__V1__WatchRequest methods */
