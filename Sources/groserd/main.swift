@@ -66,7 +66,8 @@ do {
         directory: config.customerDirectory, shards: config.customerShards, segmentBytes: config.logSegmentBytes,
         lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
         limits: CartLimits(maximumQuantity: config.maximumQuantity),
-        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer))
+        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer),
+        sessions: config.sessions)
     let created: Server
     if let conninfo = config.postgres {
         // Several groserd share the database: catalog, carts and orders there.
