@@ -55,6 +55,14 @@ struct SessionTokensTests {
         #expect(admit(1000, 50 * s) == false, "a clock going back gives nothing")
     }
 
+    @Test func exemptUidsAreNotLimited() {
+        var limiter = OpenSessionLimiter(SessionLimits(opensPerSecond: 1, openBurst: 1), exempt: [0, 990])
+        func admit(_ uid: UInt32?, _ t: UInt64) -> Bool { limiter.admit(uid: uid, nowNanoseconds: t) }
+        #expect((0..<100).allSatisfy { _ in admit(0, 0) && admit(990, 0) })
+        #expect(admit(nil, 0) && !admit(nil, 0), "no credentials: limited as one uid")
+        #expect(limiter.peers == 1)
+    }
+
     @Test func noRateMeansNoLimit() {
         var limiter = OpenSessionLimiter(SessionLimits(opensPerSecond: 0, openBurst: 1))
         func admit(_ uid: UInt32, _ t: UInt64) -> Bool { limiter.admit(uid: uid, nowNanoseconds: t) }

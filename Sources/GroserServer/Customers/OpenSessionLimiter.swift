@@ -21,13 +21,15 @@ public struct SessionLimits: Sendable, Hashable {
 }
 
 /// The per-uid limit on OpenSession: a token bucket per peer uid, refilled
-/// at `opensPerSecond` up to `openBurst`. A pure rule: the caller passes the
-/// clock. The table holds at most `maximumPeers` uids; when it is full, uids
+/// at `opensPerSecond` up to `openBurst`; the `exempt` uids (groserd's own
+/// and root: operators, benchmarks) are not limited. A pure rule: the caller
+/// passes the clock. The table holds at most `maximumPeers` uids; when it is full, uids
 /// whose buckets have refilled (they hold nothing a fresh bucket would not)
 /// are forgotten, and if none has, a new uid is refused until one does.
 struct OpenSessionLimiter {
     let limits: SessionLimits
     let maximumPeers: Int
+    let exempt: Set<UInt32>
     private var buckets: [UInt32: Bucket] = [:]
 
     private struct Bucket {
@@ -36,8 +38,9 @@ struct OpenSessionLimiter {
         var atNanoseconds: UInt64
     }
 
-    init(_ limits: SessionLimits, maximumPeers: Int = 4096) {
+    init(_ limits: SessionLimits, exempt: Set<UInt32> = [], maximumPeers: Int = 4096) {
         self.limits = limits
+        self.exempt = exempt
         self.maximumPeers = maximumPeers
     }
 
@@ -48,6 +51,7 @@ struct OpenSessionLimiter {
     /// A request without a uid (no peer credentials) counts as uid 0xffffffff.
     mutating func admit(uid: UInt32?, nowNanoseconds now: UInt64) -> Bool {
         guard limits.opensPerSecond > 0 else { return true }
+        if let uid, exempt.contains(uid) { return true }
         let capacity = Int64(max(1, limits.openBurst)) * 1_000_000
         let key = uid ?? .max
         if buckets[key] == nil, buckets.count >= maximumPeers {

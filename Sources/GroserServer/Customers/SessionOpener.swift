@@ -1,9 +1,10 @@
+import Glibc
 import GroserStorage
 import GroserSystem
 import GroserWire
 
 /// OpenSession, answered without a shard: the caller's uid is admitted by
-/// the per-uid limit, and the answer is a new token (SessionTokens) that
+/// the per-uid limit (groserd's own uid and root are not limited), and the answer is a new token (SessionTokens) that
 /// nothing stores. Shared by the event loops (one lock, held briefly).
 final class SessionOpener: Sendable {
     let tokens: SessionTokens
@@ -16,7 +17,7 @@ final class SessionOpener: Sendable {
          monotonic: @escaping @Sendable () -> UInt64 = monotonicNanoseconds) {
         self.tokens = tokens
         self.limits = limits
-        limiter = Locked(OpenSessionLimiter(limits))
+        limiter = Locked(OpenSessionLimiter(limits, exempt: [0, getuid()]))
         self.unixTime = unixTime
         self.monotonic = monotonic
     }
