@@ -167,7 +167,7 @@ enum PostgresText {
     /// Bytes from a bytea in hex format, as PostgreSQL (9.0 on, with the
     /// default bytea_output) sends it; nil for another format.
     static func bytes(fromBytea text: String) -> [UInt8]? {
-        var utf8 = text.utf8[...]
+        let utf8 = text.utf8[...]
         guard utf8.starts(with: "\\x".utf8) else { return nil }
         return Hex.decode(utf8.dropFirst(2))
     }
