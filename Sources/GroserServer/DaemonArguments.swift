@@ -53,6 +53,11 @@ public enum DaemonArguments {
       --session-idle-lifetime D
                                sessions unused this long are removed with their carts
                                (orders stay) (default: 30d)
+      --session-open-rate N    OpenSession calls one peer uid may make per second; 0: no
+                               limit (default: 50)
+      --session-open-burst N   how many of them may come at once (default: 200)
+      --max-sessions N         sessions (and accounts) stored at most; a session is stored
+                               at its first change, which past this is refused (default: 500000)
       --login-failures-per-account N
                                failed logins of one account before each further try
                                must wait, doubling from 1 s to 15 min; 0: no limit (default: 5)
@@ -125,6 +130,17 @@ public enum DaemonArguments {
                 case "--login-failures-per-account": config.loginFailuresPerAccount = n
                 case "--login-failures-per-peer": config.loginFailuresPerPeer = n
                 default: config.registrationsPerPeer = n
+                }
+            case "--session-open-rate", "--session-open-burst", "--max-sessions":
+                let text = try v()
+                let least = name == "--session-open-rate" ? 0 : 1
+                guard let n = Int(text), n >= least, n <= 100_000_000 else {
+                    throw ServerError("\(name) must be a whole number from \(least) to 100000000, not \"\(text)\"")
+                }
+                switch name {
+                case "--session-open-rate": config.sessions.opensPerSecond = n
+                case "--session-open-burst": config.sessions.openBurst = n
+                default: config.sessions.maximumStored = n
                 }
             case "--idempotency-lifetime", "--session-idle-lifetime":
                 let text = try v()

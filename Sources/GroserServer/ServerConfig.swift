@@ -61,6 +61,8 @@ public struct ServerConfig: Sendable {
     public var logSegmentBytes = 64 << 20
     public var idempotencyLifetimeSeconds: Int64 = 24 * 3600
     public var sessionIdleLifetimeSeconds: Int64 = 30 * 86_400
+    /// OpenSession per peer uid, and the most sessions stored (--session-open-rate, --max-sessions).
+    public var sessions = SessionLimits()
     /// Failed logins before the waits start, per account and per peer uid (0: no limit).
     public var loginFailuresPerAccount = 5
     public var loginFailuresPerPeer = 50

@@ -108,9 +108,35 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// libsodium's one-time initialisation (thread-safe, idempotent).
-enum Sodium {
+public enum Sodium {
     private static let initialized: Bool = { sodium_init() >= 0 }()
-    static func initialize() { precondition(initialized, "libsodium could not be initialised") }
+    public static func initialize() { precondition(initialized, "libsodium could not be initialised") }
+}
+
+/// Bytes as hex text, and back.
+public enum Hex {
+    /// Lower-case hex digits, two a byte.
+    public static func encode(_ bytes: [UInt8]) -> String { hexDigits(bytes) }
+
+    /// The bytes of hex text (two digits a byte); nil for anything else.
+    /// Upper-case digits count only when `upperCase` is true.
+    public static func decode<S: Collection>(_ utf8: S, upperCase: Bool = true) -> [UInt8]? where S.Element == UInt8 {
+        guard utf8.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var high: UInt8?
+        for c in utf8 {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F") where upperCase: v = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return out
+    }
 }
 
 func hexDigits(_ bytes: [UInt8]) -> String {

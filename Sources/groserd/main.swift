@@ -67,7 +67,8 @@ do {
         lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
         limits: CartLimits(maximumQuantity: config.maximumQuantity),
         loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer,
-                                            registrationsPerMinute: config.registrationsPerPeer))
+                                            registrationsPerMinute: config.registrationsPerPeer),
+        sessions: config.sessions)
     let created: Server
     if let conninfo = config.postgres {
         // Several groserd share the database: catalog, carts and orders there.

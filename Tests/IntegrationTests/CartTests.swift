@@ -39,7 +39,7 @@ struct CartTests {
 
     @Test func sessionsAreUnguessableAndCartsBelongToSessionAndStore() throws {
         let a = try session(), b = try session()
-        #expect(a.count == 32 && a.allSatisfy(\.isHexDigit) && a != b)
+        #expect(a.count == 64 && a.allSatisfy(\.isHexDigit) && a != b)
         _ = try client.addItem(cart(a), productUID: products[0].uid)
         #expect(try client.cart(session: b, storeUID: storeUID).lines.isEmpty, "one session cannot see another's cart")
         let msk = try client.store(.cityCode("MSK")).store.uid

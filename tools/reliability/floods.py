@@ -333,6 +333,18 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def log_bytes(directory: str) -> int:
+    """Bytes of the customer log's records: each file up to its last byte
+    that is not zero (a segment has zeros written ahead of its data)."""
+    total = 0
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name.startswith("log-") or name.startswith("snapshot-"):
+                with open(os.path.join(root, name), "rb") as f:
+                    total += len(f.read().rstrip(b"\0"))
+    return total
+
+
 def percentile(values: list, p: float) -> float:
     if not values:
         return float("nan")
@@ -364,6 +376,8 @@ def run_flood(groserd: str, flood: str, seconds: float, extra: list) -> bool:
             return False
         time.sleep(2)
         idle = rss_kb(daemon.pid)
+        customers = os.path.join(scratch, "data", "customers")
+        log_before = log_bytes(customers)
         victim = subprocess.Popen(as_user(VICTIM_UID, [worker, "--worker", "victim", "--socket", sock,
                                                        "--seconds", str(seconds)]), stdout=subprocess.PIPE)
         attacker = subprocess.Popen(as_user(ATTACKER_UID, [worker, "--worker", flood, "--socket", sock,
@@ -397,6 +411,7 @@ def run_flood(groserd: str, flood: str, seconds: float, extra: list) -> bool:
             print(f"  victim failure x{count}: {what}")
         print(f"groserd VmRSS: idle {idle / 1024:.1f} MB, peak {peak / 1024:.1f} MB, end of flood {end / 1024:.1f} MB, "
               f"5 s after {after / 1024:.1f} MB ({(after - idle) / 1024:+.1f} MB)")
+        print(f"customer log: {log_before} → {log_bytes(customers)} bytes of records")
         print(f"result: {'PASS' if ok else 'FAIL'}{'' if alive else ' (groserd died)'}\n", flush=True)
         return ok
     finally:

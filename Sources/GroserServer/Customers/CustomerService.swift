@@ -11,8 +11,9 @@ public final class CustomerService: Sendable {
     private let threads = Locked<[OSThread]>([])
     private let compactions = BlockingQueue<Int>()
     private let logger: Logger
-    private let nextOpen = Locked(0)
     let accounts: AccountService
+    /// Answers OpenSession (no shard stores anything for it).
+    let opener: SessionOpener
     /// Batches made durable across the shards (they share one).
     var durability: DurabilityStats { shards[0].context.durability }
 
@@ -24,10 +25,12 @@ public final class CustomerService: Sendable {
         public var lifetimes: CustomerLifetimes
         public var limits: CartLimits
         public var loginThrottle: LoginThrottle.Limits
+        public var sessions: SessionLimits
         public init(directory: String, shards: Int = 2, segmentBytes: Int = 64 << 20,
                     lifetimes: CustomerLifetimes = CustomerLifetimes(), limits: CartLimits = CartLimits(),
-                    loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits()) {
+                    loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits(), sessions: SessionLimits = SessionLimits()) {
             self.loginThrottle = loginThrottle
+            self.sessions = sessions
             self.directory = directory
             self.shards = shards
             self.segmentBytes = segmentBytes
@@ -46,14 +49,19 @@ public final class CustomerService: Sendable {
                 orders: any CommerceStore,
                 products: @escaping @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?,
                 logger: Logger, loginThrottle: LoginThrottle.Limits = LoginThrottle.Limits(),
+                sessionLimits: SessionLimits = SessionLimits(), sessionSecret: [UInt8]? = nil,
                 health: StoreHealth = StoreHealth(.sqlite),
                 yearMonth: @escaping @Sendable () -> (year: Int, month: Int) = localYearMonth,
                 unixTime: @escaping @Sendable () -> Int64 = wallClockSeconds) throws(StorageError) {
         self.logger = logger
-        let context = ShardContext(rules: rules, catalog: catalog, orders: orders, products: products,
+        var context = ShardContext(rules: rules, catalog: catalog, orders: orders, products: products,
                                    lifetimes: lifetimes, yearMonth: yearMonth, unixTime: unixTime, logger: logger,
                                    health: health)
         let count = stores.count
+        let tokenLifetime = max(1, min(sessionLimits.unstoredLifetime, lifetimes.idleSessions))
+        context.tokens = sessionSecret.map { SessionTokens(secret: $0, lifetime: tokenLifetime) } ?? .random(lifetime: tokenLifetime)
+        context.maximumStoredPerShard = max(1, sessionLimits.maximumStored / max(1, count))
+        opener = SessionOpener(tokens: context.tokens, limits: sessionLimits, unixTime: unixTime)
         shards = stores.enumerated().map { CustomerShard(index: $0.offset, count: count, store: $0.element, context: context) }
         accounts = AccountService(shards: shards, rules: AccountRules(limits: rules.limits), throttle: loginThrottle,
                                   workers: 2, logger: logger)
@@ -99,7 +107,9 @@ public final class CustomerService: Sendable {
         }
         try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
                       catalog: catalog, orders: orders, products: { (uid) throws(StorageError) in try orders.productFacts(uid) },
-                      logger: logger, loginThrottle: options.loginThrottle, yearMonth: yearMonth, unixTime: unixTime)
+                      logger: logger, loginThrottle: options.loginThrottle, sessionLimits: options.sessions,
+                      sessionSecret: try SessionTokens.secret(inDirectory: options.directory),
+                      yearMonth: yearMonth, unixTime: unixTime)
         let legacy = try orders.legacyCustomerRecords(nowUnix: unixTime())
         if !legacy.isEmpty {
             var byShard = [[CustomerRecord]](repeating: [], count: count)
@@ -124,8 +134,9 @@ public final class CustomerService: Sendable {
         }
         try self.init(stores: stores, rules: CartRules(limits: options.limits), lifetimes: options.lifetimes,
                       catalog: catalog, orders: orders, products: products,
-                      logger: logger, loginThrottle: options.loginThrottle, health: health, yearMonth: yearMonth,
-                      unixTime: unixTime)
+                      logger: logger, loginThrottle: options.loginThrottle, sessionLimits: options.sessions,
+                      sessionSecret: try PostgresCustomerStore.sessionSecret(conninfo: conninfo, bytes: SessionTokens.secretBytes),
+                      health: health, yearMonth: yearMonth, unixTime: unixTime)
     }
 
     /// Forgets the shards' state and rebuilds it from their stores, as a
@@ -140,6 +151,7 @@ public final class CustomerService: Sendable {
     public func answerNow(_ request: Request, caller: Caller = Caller(uid: nil)) -> CommerceOutcome {
         let job = CommerceJob(request: request, caller: caller, receivedAt: monotonicNanoseconds()) { _ in }
         if AccountService.handles(request.method) { return accounts.outcome(for: job) }
+        if case .openSession = request.method { return opener.open(caller) }
         var keys = SessionKeyMemo()
         let (shard, routed) = route(job, &keys)
         return shard.process([routed])[0]
@@ -200,20 +212,20 @@ public final class CustomerService: Sendable {
         threads.withLock { $0 = started }
     }
 
-    /// Routes a request to its session's shard (OpenSession: the next shard
-    /// in turn). False when the shards are stopping.
+    /// Routes a request to its session's shard (OpenSession is answered
+    /// at once). False when the shards are stopping.
     /// `sessionKeys` is the sending connection's: its last token's key.
     func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
         if AccountService.handles(job.request.method) { return accounts.submit(job) }
+        if case .openSession = job.request.method {
+            opener.answer(job)
+            return true
+        }
         let (shard, routed) = route(consume job, &sessionKeys)
         return shard.submit(routed)
     }
 
     private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
-        if case .openSession = job.request.method {
-            let i = nextOpen.withLock { n in defer { n = (n + 1) % shards.count }; return n }
-            return (shards[i], ShardJob(job: job, key: nil))
-        }
         let token = Self.sessionToken(job.request.method) ?? ""
         guard !token.isEmpty else { return (shards[0], ShardJob(job: job, key: nil)) }
         let key = keys.key(for: token)

@@ -10,6 +10,7 @@ extension CustomerShard {
             if current(owner)?.account != nil {
                 throw Refusal(.alreadyExists, "An account with this email already exists; log in instead.")
             }
+            try checkRoomForSession()
             var entry = SessionState(createdAtUnix: now)
             entry.account = record
             put(entry, for: owner, &batch)
@@ -20,7 +21,7 @@ extension CustomerShard {
             return .credentials(current(owner)?.account)
 
         case .seal(let guest, let owner):
-            guard var g = current(guest), g.account == nil, g.owner == nil else { return .guestCarts(nil) }
+            guard var g = current(guest), g.account == nil, g.owner == nil, !g.ended else { return .guestCarts(nil) }
             if let sealed = g.sealedInto { return .guestCarts(sealed == owner ? g.carts : nil) }
             g.sealedInto = owner
             put(g, for: guest, &batch)
@@ -31,6 +32,8 @@ extension CustomerShard {
             guard var entry = current(owner), let record = entry.account else {
                 throw Refusal(.unauthenticated, "The email or password is wrong.")
             }
+            // Before anything changes: the login's session is stored at once.
+            if newSession { try checkRoomForSession() }
             let answerName = idempotencyKey.isEmpty ? "" : "login:" + idempotencyKey
             var result: LoginResult
             if !answerName.isEmpty, let stored = entry.answers[answerName], now - stored.atUnix <= context.lifetimes.answers {
@@ -76,9 +79,8 @@ extension CustomerShard {
             return .login(result)
 
         case .removeSealed(let guest):
-            guard current(guest)?.sealedInto != nil else { return .done }
-            put(nil, for: guest, &batch)
-            batch.records.append(.sessionRemoved(guest))
+            guard let g = current(guest), g.sealedInto != nil else { return .done }
+            endGuest(guest, g, now, &batch)
             return .done
         }
     }

@@ -33,6 +33,9 @@ struct ShardContext: Sendable {
     var durability = DurabilityStats()
     /// The store's health for Stats: here, the batches run again after a conflict.
     var health = StoreHealth(.sqlite)
+    /// Tokens good before their session is stored, and each shard's share of `--max-sessions`.
+    var tokens = SessionTokens.random(lifetime: 6 * 3600)
+    var maximumStoredPerShard = Int.max
 }
 
 /// Batches made durable: how many, and their latency (Stats' fsync line):
@@ -240,7 +243,7 @@ final class CustomerShard: @unchecked Sendable {
     }
 
     /// Puts back what the batch changed.
-    private func undo(_ batch: Batch) {
+    func undo(_ batch: Batch) {
         for change in batch.undo.reversed() {
             switch change {
             case .session(let key, let old):
@@ -443,7 +446,7 @@ final class CustomerShard: @unchecked Sendable {
     /// Answers one request of the batch. The job is read in place through
     /// its pointer: passed as a value (even `borrowing`, out of the buffer)
     /// it was copied whole, about 480 instructions a request.
-    private func handle(_ j: UnsafePointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
+    func handle(_ j: UnsafePointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch,
                         _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
         if let call = j.pointee.step {
             // Steps never expire: a login that sealed a guest finishes its merge.
@@ -464,6 +467,8 @@ final class CustomerShard: @unchecked Sendable {
             return try run(j.pointee.job.request.method, id: j.pointee.job.request.id, key: j.pointee.key, catalog, now, &batch, tx)
         } catch let refusal as Refusal {
             if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
+            // A token from OpenSession whose session nothing stored yet.
+            if refusal == Self.unknownSession, let key = j.pointee.key { return unstored(j, key, catalog, now, &batch, tx) }
             return .failed(refusal.status)
         } catch let error as StorageError {
             return .failed(Status(.unavailable, "The store failed: \(error.description)."))
@@ -532,12 +537,6 @@ final class CustomerShard: @unchecked Sendable {
         if let refusal = FieldLimits.violation(in: method) { throw refusal }
         let rules = context.rules
         switch method {
-        case .openSession:
-            let (token, made) = try newToken()
-            put(SessionState(createdAtUnix: now), for: made, &batch)
-            batch.records.append(.session(made, createdAtUnix: now))
-            return .ok(.openSession, BodyEncoder.openSession(token))
-
         case .getCart(_, let storeUID, let acceptPrices):
             let (_, _, key, session) = try cartHolder(key)
             try checkStore(storeUID, catalog)
@@ -815,11 +814,10 @@ final class CustomerShard: @unchecked Sendable {
     private func checkSession(_ key: SessionKey?) throws(Refusal) -> (key: SessionKey, owner: SessionKey?, index: SessionIndex) {
         guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
         // An account's own entry is no session (no token hashes to its key).
-        guard let i = state.sessions.index(forKey: key) else {
-            throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.")
-        }
-        let (isAccount, sealed, owner) = withSession(at: i) { ($0.account != nil, $0.sealedInto != nil, $0.owner) }
-        guard !isAccount else { throw Refusal(.unauthenticated, "The session is unknown; open one with OpenSession.") }
+        guard let i = state.sessions.index(forKey: key) else { throw Self.unknownSession }
+        let (isAccount, sealed, owner, ended) = withSession(at: i) { ($0.account != nil, $0.sealedInto != nil, $0.owner, $0.ended) }
+        guard !isAccount else { throw Self.unknownSession }
+        if ended { throw Self.endedSession }
         if sealed {
             throw Refusal(.failedPrecondition, "This session is being merged into an account by a login; use the session the login answers.")
         }
@@ -875,7 +873,7 @@ final class CustomerShard: @unchecked Sendable {
         body(&state.sessions.values[i])
     }
 
-    private func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
+    func checkStore(_ storeUID: String, _ catalog: EncodedCatalog) throws(Refusal) {
         guard !storeUID.isEmpty else { throw Refusal(.invalidArgument, "The request names no store.") }
         // The batch's requests mostly name one store: the last store found
         // in this batch's catalog is compared, not hashed and looked up again.

@@ -143,6 +143,11 @@ public struct SessionState: Sendable, Hashable {
     /// An account's merges, by guest session: the login's answer (without a
     /// token), so that a retried merge merges nothing and answers the same.
     public var absorbed: [SessionKey: StoredAnswer] = [:]
+    /// A mark left where a guest session was merged into an account by a
+    /// login: its token may still be good unstored (see groserd's
+    /// SessionTokens), and must not open an empty session again. It holds
+    /// nothing else and expires as an idle session does.
+    public var ended = false
 
     public init(createdAtUnix: Int64, lastActiveUnix: Int64? = nil) {
         self.createdAtUnix = createdAtUnix
@@ -174,13 +179,16 @@ public enum CustomerRecord: Sendable, Hashable {
     /// The account entry `owner` merged the guest session `guest`; the
     /// answer is the login's, without its token.
     case absorbed(owner: SessionKey, guest: SessionKey, StoredAnswer)
+    /// The guest session ended with a login's merge (`SessionState.ended`).
+    case ended(SessionKey, createdAtUnix: Int64)
 
     /// The session (or account entry) the record belongs to: the shard it
     /// lives on, the row a shared store writes.
     public var key: SessionKey {
         switch self {
         case .session(let k, _), .cart(let k, _, _, _), .cartLine(let k, _, _, _), .answer(let k, _, _), .sessionRemoved(let k),
-             .active(let k, _), .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _): return k
+             .active(let k, _), .account(let k, _), .boundSession(let k, _, _), .sealed(let k, _), .absorbed(let k, _, _),
+             .ended(let k, _): return k
         }
     }
 }
@@ -227,6 +235,10 @@ public struct CustomerState: Sendable {
             sessions[key]?.sealedInto = owner
         case .absorbed(let owner, let guest, let answer):
             sessions[owner, default: SessionState(createdAtUnix: answer.atUnix)].absorbed[guest] = answer
+        case .ended(let key, let at):
+            var mark = SessionState(createdAtUnix: at)
+            mark.ended = true
+            sessions[key] = mark
         }
     }
 
@@ -237,6 +249,11 @@ public struct CustomerState: Sendable {
     /// The records that rebuild this state (a snapshot's contents).
     public func forEachRecord(_ body: (CustomerRecord) -> Void) {
         for (key, s) in sessions {
+            if s.ended {
+                body(.ended(key, createdAtUnix: s.createdAtUnix))
+                body(.active(key, atUnix: s.lastActiveUnix))
+                continue
+            }
             body(.session(key, createdAtUnix: s.createdAtUnix))
             if let a = s.account { body(.account(key, a)) }
             if let owner = s.owner { body(.boundSession(key, owner: owner, createdAtUnix: s.createdAtUnix)) }
@@ -287,10 +304,11 @@ public struct CustomerState: Sendable {
 ///     kind u8 = 8 sealed    key[32] owner[32]
 ///     kind u8 = 9 absorbed  owner[32] guest[32] at i64 fingerprint str field u32 body blob
 ///     kind u8 = 10 cart line key[32] store str version u64 at i64 product str quantity u32 seen_price i64
+///     kind u8 = 11 ended    key[32] created i64
 enum CustomerRecordCodec {
     /// The highest kind this groserd writes and reads; a higher one is a
     /// newer groserd's record, not damage.
-    static let newestKind: UInt8 = 10
+    static let newestKind: UInt8 = 11
 
     /// Appends the record's payload: measured first, then written in place
     /// through a raw pointer (one growth of `out`), by the same `encode`
@@ -339,6 +357,8 @@ enum CustomerRecordCodec {
         case .absorbed(let owner, let guest, let a):
             out.byte(9); out.key(owner); out.key(guest); out.u64(UInt64(bitPattern: a.atUnix)); out.str(a.answer.fingerprint)
             out.u32(a.answer.field); out.blob(a.answer.body)
+        case .ended(let key, let at):
+            out.byte(11); out.key(key); out.u64(UInt64(bitPattern: at))
         }
     }
 
@@ -398,6 +418,7 @@ enum CustomerRecordCodec {
             record = .cartLine(key, storeUID: store, CartLineChange(version: version, productUID: uid, quantity: q,
                                                                     seenPriceMinorUnits: seen), atUnix: at)
         case 4: record = .sessionRemoved(key)
+        case 11: record = r.i64().map { .ended(key, createdAtUnix: $0) }
         case 5: record = r.i64().map { .active(key, atUnix: $0) }
         case 6:
             guard let email = r.str(), let name = r.str(), let hash = r.str(), let at = r.i64() else { return nil }

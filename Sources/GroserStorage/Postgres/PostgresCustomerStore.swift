@@ -106,6 +106,36 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
         END $$;
         """
 
+    /// The schema step that keeps the secret session tokens are made with
+    /// (PostgresSchema's step 3): one for every groserd on the database, so
+    /// a token one host issued is good on another before anything stored it.
+    public static let secretsSchema = """
+        CREATE TABLE groser_secrets(name text PRIMARY KEY, value bytea NOT NULL);
+        """
+
+    /// The session tokens' secret (`bytes` long), made by the first host
+    /// that asks and read by the others.
+    public static func sessionSecret(conninfo: String, bytes: Int) throws(StorageError) -> [UInt8] {
+        let made: [UInt8]
+        do { made = try KernelRandom.bytes(bytes) } catch { throw StorageError("cannot make a session secret: \(error)") }
+        let rows: [PostgresRows]
+        do throws(PostgresError) {
+            let c = try PostgresConnection(PostgresCatalogStore.withConnectionDefaults(conninfo))
+            defer { c.close() }
+            rows = try c.batch([
+                PostgresStatement("INSERT INTO groser_secrets VALUES ('session', $1) ON CONFLICT (name) DO NOTHING",
+                                  [PostgresText.bytea(made)]),
+                PostgresStatement("SELECT value FROM groser_secrets WHERE name = 'session'"),
+            ])
+        } catch {
+            throw StorageError("cannot read the session secret from PostgreSQL: \(error.message)", isUnavailable: error.isConnectionFailure)
+        }
+        guard let text = rows[1][0, "value"], let stored = PostgresText.bytes(fromBytea: text), stored.count == bytes else {
+            throw StorageError("the session secret in PostgreSQL (groser_secrets) is not \(bytes) bytes")
+        }
+        return stored
+    }
+
     private func live() throws(StorageError) -> PostgresConnection {
         if let connection { return connection }
         do {

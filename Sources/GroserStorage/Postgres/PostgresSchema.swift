@@ -55,6 +55,8 @@ public enum PostgresSchema {
         // Sessions, carts and remembered answers, shared by every groserd
         // on the database (the customer log's records, per session).
         PostgresCustomerStore.schema,
+        // The secret of session tokens not yet stored (groserd's SessionTokens).
+        PostgresCustomerStore.secretsSchema,
     ]
 
     /// The advisory lock under which groserd migrates and seeds: the same
@@ -165,23 +167,8 @@ enum PostgresText {
     /// Bytes from a bytea in hex format, as PostgreSQL (9.0 on, with the
     /// default bytea_output) sends it; nil for another format.
     static func bytes(fromBytea text: String) -> [UInt8]? {
-        var utf8 = text.utf8[...]
+        let utf8 = text.utf8[...]
         guard utf8.starts(with: "\\x".utf8) else { return nil }
-        utf8 = utf8.dropFirst(2)
-        guard utf8.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(utf8.count / 2)
-        var high: UInt8?
-        for c in utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return out
+        return Hex.decode(utf8.dropFirst(2))
     }
 }
