@@ -40,6 +40,9 @@ public final class GroserClient: Sendable {
         var socket: Socket?
         var decoder = FrameDecoder(maximumFrameBytes: 256 * 1024 * 1024)
         var nextID: UInt64 = 1
+        /// The last request's frame did not all go out, so groserd cannot
+        /// have run it (a connection closed as idle, or refused).
+        var undelivered = false
     }
 
     private let state = Locked(State())
@@ -228,8 +231,10 @@ public final class GroserClient: Sendable {
                 // After a failure the stream may hold half a frame: start afresh.
                 reset(&s)
                 // A connection kept from an earlier call may have been closed
-                // by a daemon restart: try once more on a new one.
-                if reused, case .transport = error, safeToRetry {
+                // by a daemon restart or as idle: try once more on a new one,
+                // when running it twice cannot change anything twice or it
+                // never all went out (then groserd did not run it).
+                if reused, case .transport = error, safeToRetry || s.undelivered {
                     result = Result { () throws(GroserError) -> (response: Response, bytes: [UInt8]) in
                         try exchange(&s, encode, seconds: seconds, deadline: deadline)
                     }
@@ -263,6 +268,16 @@ public final class GroserClient: Sendable {
         }
     }
 
+    /// A refusal (`{id: 0, status}` not OK) that groserd sent before closing
+    /// the connection, if one is already in the socket; nothing is waited for.
+    private func waitingRefusal(_ s: inout State, _ socket: Socket) -> (response: Response, bytes: [UInt8])? {
+        while case .processed(let n) = (try? socket.read(into: &s.decoder)) ?? .processed(0), n > 0 {}
+        guard let next = try? s.decoder.next() else { return nil }
+        let body = Array(next)
+        guard let response = try? Response.decode(body), response.id == 0, !response.status.isOK else { return nil }
+        return (response, body)
+    }
+
     /// The deadline sent for a timeout of `seconds`: milliseconds, rounded
     /// up, so that a timeout under 1 ms is never sent as 0, which the
     /// protocol reads as "no deadline".
@@ -273,7 +288,17 @@ public final class GroserClient: Sendable {
 
     private func exchangeFrame(_ s: inout State, _ socket: Socket, _ frame: [UInt8], _ id: UInt64, seconds: Double,
                                deadline: UInt64) throws(GroserError) -> (response: Response, bytes: [UInt8]) {
-        try send(frame, on: socket, seconds: seconds, deadline: deadline)
+        s.undelivered = false
+        do {
+            try send(frame, on: socket, seconds: seconds, deadline: deadline)
+        } catch {
+            s.undelivered = true
+            // groserd may have refused the connection with a sentence before
+            // closing it (too many connections, from this uid or in all):
+            // that sentence, not "Broken pipe", is the answer.
+            if let refusal = waitingRefusal(&s, socket) { return refusal }
+            throw error
+        }
         while true {
             let body: [UInt8]
             do {

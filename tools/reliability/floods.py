@@ -142,9 +142,11 @@ class Frames:
 def call_once(path: str, frame: bytes, timeout: float = 10.0) -> tuple[int, str]:
     """Connects, sends one request, reads its answer: (code, message)."""
     s = socket.socket(socket.AF_UNIX)
-    s.settimeout(timeout)
     try:
+        # A blocking connect, as groser-client's: while the listen backlog
+        # is full it waits for room instead of failing with EAGAIN.
         s.connect(path)
+        s.settimeout(timeout)
         s.sendall(frame)
         frames = Frames()
         while True:
@@ -352,7 +354,7 @@ def percentile(values: list, p: float) -> float:
     return values[min(len(values) - 1, int(p * len(values)))]
 
 
-def run_flood(groserd: str, flood: str, seconds: float, extra: list) -> bool:
+def run_flood(groserd: str, flood: str, seconds: float, extra: list, p99_bound_ms: float) -> bool:
     scratch = tempfile.mkdtemp(prefix="gsr-flood-")
     os.chmod(scratch, 0o711)
     worker = os.path.join(scratch, "floods.py")
@@ -398,7 +400,7 @@ def run_flood(groserd: str, flood: str, seconds: float, extra: list) -> bool:
         p50, p99, worst = (percentile(infos, 0.5) * 1000, percentile(infos, 0.99) * 1000,
                            max(infos, default=float("nan")) * 1000)
         logins = v.get("logins", [])
-        ok = (alive and v.get("info_failures", 1) == 0 and p99 < 50 and v.get("login_failures", 1) == 0
+        ok = (alive and v.get("info_failures", 1) == 0 and p99 < p99_bound_ms and v.get("login_failures", 1) == 0
               and after - idle <= 20 * 1024)
         print(f"## flood: {flood} ({seconds:g} s)")
         print(f"attacker (uid {ATTACKER_UID}): {json.dumps(a, ensure_ascii=False)}")
@@ -432,6 +434,8 @@ def main() -> int:
     ap.add_argument("--groserd")
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--floods", default="sessions,connections,register,register-new,guess")
+    ap.add_argument("--p99-bound-ms", type=float, default=50,
+                    help="the victim's info p99 a flood must stay under (tools/check-tools, on a loaded machine, loosens it)")
     ap.add_argument("extra", nargs="*", help="more groserd arguments (after --)")
     args = ap.parse_args()
     if args.worker:
@@ -442,7 +446,7 @@ def main() -> int:
     if os.getuid() != 0:
         print("tools/attack-floods runs as root: it switches to two other users with setpriv", file=sys.stderr)
         return 2
-    results = [run_flood(args.groserd, f, args.seconds, args.extra) for f in args.floods.split(",")]
+    results = [run_flood(args.groserd, f, args.seconds, args.extra, args.p99_bound_ms) for f in args.floods.split(",")]
     print(f"floods: {sum(results)} of {len(results)} passed")
     return 0 if all(results) else 1
 
