@@ -57,7 +57,8 @@ public enum DaemonArguments {
                                limit (default: 50)
       --session-open-burst N   how many of them may come at once (default: 200)
       --max-sessions N         sessions (and accounts) stored at most; a session is stored
-                               at its first change, which past this is refused (default: 500000)
+                               at its first change, which past this is refused; anonymous
+                               ones take nine tenths, one uid at most a quarter (default: 500000)
       --login-failures-per-account N
                                failed logins of one account before each further try
                                must wait, doubling from 1 s to 15 min; 0: no limit (default: 5)

@@ -1,5 +1,6 @@
 @testable import GroserServer
 import GroserStorage
+import GroserSystem
 import Testing
 
 /// Tokens recognised without being stored, and the per-uid OpenSession limit.
@@ -78,6 +79,24 @@ struct SessionTokensTests {
         #expect(!admit(4, s), "full, and every uid is still counting")
         #expect(admit(4, 10 * s), "once they refilled, they are forgotten")
         #expect(limiter.peers <= 3)
+    }
+
+    @Test func aUidsShareOfStoredSessionsIsAnEighthAtOnceAndRefillsOverTheLifetime() {
+        let clock = Locked<UInt64>(1_000_000_000)
+        let day: UInt64 = 86_400 * 1_000_000_000
+        // 800 sessions, a lifetime of 8 days: 100 at once, 100 more over 8 days.
+        let share = StoredSessionShare(maximumStored: 800, idleLifetimeSeconds: 8 * 86_400, exempt: [0],
+                                       monotonic: { clock.withLock { $0 } })
+        #expect(share.perUID == 100)
+        #expect((0..<100).allSatisfy { _ in share.admit(1000) })
+        #expect(!share.admit(1000), "the share is spent")
+        #expect(share.admit(1001), "another uid has its own")
+        #expect((0..<1000).allSatisfy { _ in share.admit(0) }, "root is not limited")
+        share.refund(1000)
+        #expect(share.admit(1000) && !share.admit(1000), "a refund gives one back")
+        clock.withLock { $0 += day }
+        #expect((0..<12).allSatisfy { _ in share.admit(1000) } && !share.admit(1000), "a day refills an eighth of the share")
+        #expect(share.refusal.status.message.contains("--max-sessions"))
     }
 
     @Test func anEndedGuestSurvivesTheLogsEncoding() {

@@ -121,39 +121,48 @@ struct SessionFloodTests {
         #expect(try loggedSessions(daemon) == 1)
     }
 
-    /// A Python client that sends `argv[2]` OpenSession requests at once on
-    /// the socket `argv[1]` and prints each answer's status code and message.
-    static let pythonOpener = #"""
+    /// Python that reads answers: `answer(s)` is the next frame's status
+    /// code and message on the socket `s`.
+    static let pythonAnswers = #"""
         import socket, struct, sys
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(sys.argv[1])
-        n = int(sys.argv[2])
-        s.sendall(b"".join(struct.pack(">I", 4) + bytes([8, i + 1, 0x72, 0]) for i in range(n)))
         buf = b""
-        def varint(b, i):
+        def read_varint(b, i):
             v = shift = 0
             while True:
                 v |= (b[i] & 0x7F) << shift; i += 1; shift += 7
                 if not b[i - 1] & 0x80: return v, i
-        for _ in range(n):
+        def answer(s):
+            global buf
             while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
                 buf += s.recv(65536)
             size = struct.unpack(">I", buf[:4])[0]
             body, buf = buf[4:4 + size], buf[4 + size:]
             code, message, i = 0, "", 0
             while i < len(body):
-                key, i = varint(body, i)
-                if key & 7 == 0: _, i = varint(body, i); continue
-                length, i = varint(body, i)
+                key, i = read_varint(body, i)
+                if key & 7 == 0: _, i = read_varint(body, i); continue
+                length, i = read_varint(body, i)
                 if key >> 3 == 2:
                     inner, j = body[i:i + length], 0
                     while j < len(inner):
-                        k, j = varint(inner, j)
-                        if k & 7 == 0: code, j = varint(inner, j)
+                        k, j = read_varint(inner, j)
+                        if k & 7 == 0: code, j = read_varint(inner, j)
                         else:
-                            m, j = varint(inner, j); message = inner[j:j + m].decode(); j += m
+                            m, j = read_varint(inner, j); message = inner[j:j + m].decode(); j += m
                 i += length
-            print(code, message)
+            return code, message
+
+        """#
+
+    /// A Python client that sends `argv[2]` OpenSession requests at once on
+    /// the socket `argv[1]` and prints each answer's status code and message.
+    static let pythonOpener = pythonAnswers + #"""
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        n = int(sys.argv[2])
+        s.sendall(b"".join(struct.pack(">I", 4) + bytes([8, i + 1, 0x72, 0]) for i in range(n)))
+        for _ in range(n):
+            print(*answer(s))
         """#
 
     @Test func openSessionIsLimitedPerPeerUid() throws {
@@ -194,6 +203,75 @@ struct SessionFloodTests {
         #expect(try client.addItem(CartMutation(session: tokens[0], storeUID: spb.uid), productUID: product.uid).lines.count == 1,
                 "stored sessions still change")
         #expect(try loggedSessions(daemon) == 2)
+    }
+
+    /// A Python client that sends, on the socket `argv[1]`, one AddItem of
+    /// product `argv[3]` in store `argv[2]` for each session token after
+    /// them, and prints each answer's status code and message.
+    static let pythonAdder = pythonAnswers + #"""
+        def varint(n):
+            out = b""
+            while True:
+                b = n & 0x7F; n >>= 7
+                if n: out += bytes([b | 0x80])
+                else: return out + bytes([b])
+        def field(number, data): return varint(number << 3 | 2) + varint(len(data)) + data
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        store, product = sys.argv[2].encode(), sys.argv[3].encode()
+        for n, token in enumerate(sys.argv[4:]):
+            cart = field(1, token.encode()) + field(2, store)
+            body = bytes([8]) + varint(n + 1) + field(16, field(1, cart) + field(2, product) + bytes([0x18, 1]))
+            s.sendall(struct.pack(">I", len(body)) + body)
+            print(*answer(s))
+        """#
+
+    /// One uid storing session after session (a first change on each token)
+    /// could fill `--max-sessions` and lock everyone out of carts and logins.
+    /// Now a uid stores at most its share (an eighth of the cap at once, a
+    /// quarter within a session lifetime); others, and logins, go on.
+    @Test func oneUidCannotStoreMoreThanItsShareOfSessions() throws {
+        try Privileged.requireOtherUsers()
+        let dir = Daemon.makeTemporaryDirectory()
+        chmod(dir, 0o711)
+        // 80 sessions: a share of 10 per uid.
+        let daemon = try Daemon(directory: dir, extraArguments: ["--socket-group", "nogroup", "--max-sessions", "80",
+                                                                 "--customer-shards", "1"])
+        let client = daemon.client(timeout: 10)
+        let spb = try client.store(.cityCode("SPB"), includeProducts: true).store
+        let product = try #require(spb.departments.flatMap(\.shelves).flatMap(\.products).first { !$0.outOfStock })
+        // Tokens from root (not limited); nobody makes the first change on each.
+        let tokens = try (0..<12).map { _ in try client.openSession() }
+        let r = try runProgram("/usr/bin/python3", ["-c", Self.pythonAdder, daemon.socketPath, spb.uid, product.uid] + tokens,
+                               environment: minimalEnvironment(), as: 65534)
+        #expect(r.status == 0, "\(r.err)")
+        let answers = r.out.split(separator: "\n")
+        #expect(answers.filter { $0.hasPrefix("0 ") }.count == 10, "\(answers)")
+        #expect(answers.suffix(2).allSatisfy { $0.hasPrefix("8 ") && $0.contains("share of sessions") }, "\(answers)")
+        #expect(try loggedSessions(daemon) == 10)
+        // Another user's cart and login are stored as before.
+        let mine = try client.openSession()
+        #expect(try client.addItem(CartMutation(session: mine, storeUID: spb.uid), productUID: product.uid).lines.count == 1)
+        _ = try client.register(email: "share@example.com", password: "correct horse battery", name: "Share")
+        #expect(try !client.login(email: "share@example.com", password: "correct horse battery").session.isEmpty)
+    }
+
+    /// Anonymous sessions may fill only nine tenths of the cap: the rest is
+    /// kept for registrations and logins, so carts cannot lock accounts out.
+    @Test func theLastTenthOfTheCapIsKeptForLogins() throws {
+        let daemon = try Daemon(extraArguments: ["--max-sessions", "20", "--customer-shards", "1"])
+        let client = daemon.client(timeout: 10)
+        let spb = try client.store(.cityCode("SPB"), includeProducts: true).store
+        let product = try #require(spb.departments.flatMap(\.shelves).flatMap(\.products).first { !$0.outOfStock })
+        for _ in 0..<18 {
+            _ = try client.addItem(CartMutation(session: try client.openSession(), storeUID: spb.uid), productUID: product.uid)
+        }
+        expectStatus(.resourceExhausted, containing: "--max-sessions") {
+            _ = try client.addItem(CartMutation(session: try client.openSession(), storeUID: spb.uid), productUID: product.uid)
+        }
+        _ = try client.register(email: "tenth@example.com", password: "correct horse battery", name: "Tenth")
+        #expect(try !client.login(email: "tenth@example.com", password: "correct horse battery").session.isEmpty)
+        #expect(try loggedSessions(daemon) == 20)
     }
 
     @Test(.enabled(if: clusterConninfo != nil, "GROSER_TEST_PG is not set: tools/test starts a cluster and sets it"))

@@ -223,6 +223,12 @@ final class AccountService: Sendable {
                 throw Refusal(.unauthenticated, "The email or password is wrong.")
             }
             verdict = .succeeded
+            // The login's new session counts toward the uid's share of
+            // stored sessions, as an anonymous one's first change does.
+            let share = shards[0].context.storedShare
+            if let share, !share.admit(job.caller.uid) { throw share.refusal }
+            var stored = false
+            defer { if !stored { share?.refund(job.caller.uid) } }
             var guest: SessionKey?
             var carts: [String: StoredCart] = [:]
             if !d.guestSession.isEmpty {
@@ -238,6 +244,7 @@ final class AccountService: Sendable {
                                                                     newSession: true), job) else {
                 throw Refusal(.internal, "Login got a wrong answer from its shard.")
             }
+            stored = true
             if let guest {
                 // The merge is durable; a failure here leaves a sealed guest
                 // that the next start removes.

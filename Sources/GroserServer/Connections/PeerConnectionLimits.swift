@@ -96,6 +96,8 @@ final class ConnectionAdmission: Sendable {
     let isOperator: @Sendable (Caller) -> Bool
     private let counts = Locked<Counts>(Counts())
     private let logThrottle = Locked(RefusalLogThrottle())
+    /// Recent `isOperator` answers by (uid, gid), with when each expires.
+    private let operatorMemo = Locked<[UInt64: (Bool, UInt64)]>([:])
     let refusedTotal = Atomic<Int>(0)
     let refusedPerUID = Atomic<Int>(0)
     let refusedReserved = Atomic<Int>(0)
@@ -120,7 +122,7 @@ final class ConnectionAdmission: Sendable {
     func admit(_ peer: PeerCredentials?) -> Status? {
         let key = Self.key(peer)
         var (refusal, open) = tryAdmit(key, isOperator: false)
-        if let r = refusal, r != .total, let peer, isOperator(Caller(uid: peer.uid, gid: peer.gid)) {
+        if let r = refusal, r != .total, let peer, operatorAnswer(peer) {
             (refusal, open) = tryAdmit(key, isOperator: true)
         }
         guard let refusal else { return nil }
@@ -131,6 +133,22 @@ final class ConnectionAdmission: Sendable {
         case .total: break
         }
         return limits.status(refusal, uid: peer?.uid, open: open)
+    }
+
+    /// `isOperator` for `peer`, remembered for 10 s: a uid over its limit may
+    /// reconnect thousands of times a second, and with `--admin-group` each
+    /// answer reads the password and group databases. At most 1,024 peers
+    /// are remembered; past that the memory starts afresh.
+    private func operatorAnswer(_ peer: PeerCredentials) -> Bool {
+        let key = UInt64(peer.uid) << 32 | UInt64(peer.gid)
+        let now = monotonicNanoseconds()
+        if let (answer, until) = operatorMemo.withLock({ $0[key] }), now < until { return answer }
+        let answer = isOperator(Caller(uid: peer.uid, gid: peer.gid))
+        operatorMemo.withLock { memo in
+            if memo.count >= 1024 { memo.removeAll(keepingCapacity: true) }
+            memo[key] = (answer, now + 10_000_000_000)
+        }
+        return answer
     }
 
     /// Applies the rule to the counts and counts the connection in unless

@@ -1,3 +1,4 @@
+import Glibc
 import GroserStorage
 import GroserSystem
 import GroserWire
@@ -61,6 +62,8 @@ public final class CustomerService: Sendable {
         let tokenLifetime = max(1, min(sessionLimits.unstoredLifetime, lifetimes.idleSessions))
         context.tokens = sessionSecret.map { SessionTokens(secret: $0, lifetime: tokenLifetime) } ?? .random(lifetime: tokenLifetime)
         context.maximumStoredPerShard = max(1, sessionLimits.maximumStored / max(1, count))
+        context.storedShare = StoredSessionShare(maximumStored: sessionLimits.maximumStored,
+                                                 idleLifetimeSeconds: lifetimes.idleSessions, exempt: [0, getuid()])
         opener = SessionOpener(tokens: context.tokens, limits: sessionLimits, unixTime: unixTime)
         shards = stores.enumerated().map { CustomerShard(index: $0.offset, count: count, store: $0.element, context: context) }
         accounts = AccountService(shards: shards, rules: AccountRules(limits: rules.limits), throttle: loginThrottle,

@@ -15,9 +15,13 @@ extension CustomerShard {
         Refusal(.resourceExhausted, "groserd holds as many sessions as it may (--max-sessions \(context.maximumStoredPerShard * count)); a new session cannot be stored until others expire. Try again later.")
     }
 
-    /// Throws `storeFull` when this shard holds its share of sessions.
-    func checkRoomForSession() throws(Refusal) {
-        if sessionCount >= context.maximumStoredPerShard { throw storeFull }
+    /// Throws `storeFull` when this shard holds its share of sessions. An
+    /// anonymous session (the first change of a token from OpenSession) may
+    /// take only nine tenths of it: the last tenth is kept for logins and
+    /// registrations, so that anonymous carts can never lock accounts out.
+    func checkRoomForSession(anonymous: Bool = false) throws(Refusal) {
+        let limit = context.maximumStoredPerShard
+        if sessionCount >= (anonymous ? limit - limit / 10 : limit) { throw storeFull }
     }
 
     /// Answers a request whose session key is not stored: when its token is
@@ -42,12 +46,15 @@ extension CustomerShard {
         case .logout:
             return .failed(Status(.failedPrecondition, "The session is anonymous: there is no login to end (its carts stay)."))
         default:
-            do { try checkRoomForSession() } catch { return .failed(error.status) }
+            do { try checkRoomForSession(anonymous: true) } catch { return .failed(error.status) }
+            let uid = j.pointee.job.caller.uid
+            if let share = context.storedShare, !share.admit(uid) { return .failed(share.refusal.status) }
             let undoMark = batch.undo.count, recordMark = batch.records.count
             put(SessionState(createdAtUnix: created, lastActiveUnix: now), for: key, &batch)
             batch.records.append(.session(key, createdAtUnix: created))
             let outcome = handle(j, catalog, now, &batch, tx)
             if case .failed = outcome {
+                context.storedShare?.refund(uid)
                 var made = Batch()
                 made.undo = Array(batch.undo[undoMark...])
                 undo(made)

@@ -36,6 +36,8 @@ struct ShardContext: Sendable {
     /// Tokens good before their session is stored, and each shard's share of `--max-sessions`.
     var tokens = SessionTokens.random(lifetime: 6 * 3600)
     var maximumStoredPerShard = Int.max
+    /// Each uid's share of the stored sessions (nil: no share is kept).
+    var storedShare: StoredSessionShare?
 }
 
 /// Batches made durable: how many, and their latency (Stats' fsync line):
