@@ -8,6 +8,10 @@ import Glibc
 // groserd: parse the command line, open storage, start the loops, and stop
 // gracefully on SIGTERM or SIGINT.
 
+// Before any thread starts, so that every thread inherits it: a SIGTERM at
+// any moment waits for the signal thread (TerminationSignals).
+TerminationSignals.blockAll()
+
 var config: ServerConfig
 do {
     switch try DaemonArguments.parse(Array(CommandLine.arguments.dropFirst())) {
@@ -89,7 +93,7 @@ do {
         created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
                          logger: logger)
     }
-    signals = TerminationSignals(stop: { [logger] name in
+    signals = try TerminationSignals(stop: { [logger] name in
         logger.info("received \(name)")
         notifier.notify("STOPPING=1")
         created.shutdown()

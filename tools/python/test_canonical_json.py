@@ -119,7 +119,7 @@ def test_cart_json_is_the_cart_the_session_has(daemon):
     added = assert_canonical(cli(daemon, "--json", "cart", "add", product.uid, "--qty", "2", "--city", "SPB"),
                              body_type("AddItem"))
     conf = open(os.path.join(daemon.tmp, "config", "groser", "client.conf")).read()
-    session = re.search(r"^session\.\S+=([0-9a-f]{32})$", conf, re.M)
+    session = re.search(r"^session\.\S+=([0-9a-f]{64})$", conf, re.M)
     assert session, conf
     cart = python_body(daemon, "GetCart", {"session": session.group(1), "storeUid": store.store.summary.uid})
     assert added == json_format.MessageToDict(cart)

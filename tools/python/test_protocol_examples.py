@@ -17,7 +17,7 @@ convention (stated in PROTOCOL.md's paragraph "The examples are checked"):
 - a block marked `frames continued` continues the example of the block
   before it (same connection, same session), so prose can stand between;
 - a Request with no Response after it must get an OK answer with its id;
-- the session token ddef55b8b5a9aee50216bd8f79830b6e stands for a session the
+- the session token ddef55b8b5a9aee50216bd8f79830b6e4f1a2c3b5d6e7f8091a2b3c4d5e6f708 stands for a session the
   test opens before the block; its token replaces that one (same length).
 
 Besides running them, the test checks that each frame's length prefix is
@@ -36,7 +36,7 @@ from google.protobuf import text_format
 from groserd_harness import REPO, Daemon, StatusCode, open_session, read_raw_frame, service_pb2, status_of
 
 DOC = REPO / "docs" / "PROTOCOL.md"
-EXAMPLE_SESSION = "ddef55b8b5a9aee50216bd8f79830b6e"
+EXAMPLE_SESSION = "ddef55b8b5a9aee50216bd8f79830b6e4f1a2c3b5d6e7f8091a2b3c4d5e6f708"
 FENCE = re.compile(r"^```(.*)$")
 HEX_BYTES = re.compile(r"^[0-9a-f]{2}(?: {1,2}[0-9a-f]{2})*$")
 ANNOTATION = re.compile(r" {3,}")

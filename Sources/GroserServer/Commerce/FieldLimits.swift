@@ -6,7 +6,7 @@ import GroserWire
 /// INVALID_ARGUMENT naming the field, before anything is looked up or stored.
 /// docs/PROTOCOL.md lists the same figures.
 public enum FieldLimits {
-    /// Session tokens are 32 hex digits; a little room for other forms.
+    /// Session tokens are 64 hex digits (OpenSession's) or 32 (a login's).
     public static let session = 64
     /// Store, product, shelf and city identifiers.
     public static let uid = 128

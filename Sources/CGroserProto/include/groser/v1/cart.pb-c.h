@@ -59,8 +59,10 @@ struct  Groser__V1__OpenSessionResponse
 {
   ProtobufCMessage base;
   /*
-   * 128 random bits from the kernel as 32 lower-case hex digits. Carries the
-   * customer's carts and orders: keep it secret, send it with every cart call.
+   * 64 lower-case hex digits: the time it was made, 96 random bits from the
+   * kernel and a MAC under the server's secret (PROTOCOL.md §7.1); nothing is
+   * stored until its first change. Carries the customer's carts and orders:
+   * keep it secret, send it with every cart call.
    */
   char *session;
 };
