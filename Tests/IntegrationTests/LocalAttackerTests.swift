@@ -38,21 +38,6 @@ struct LocalAttackerTests {
                         idempotencyKey: key)
     }
 
-    func expectStatus(_ code: StatusCode, containing text: String? = nil, _ body: () throws -> Void,
-                      sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            try body()
-            Issue.record("expected \(code)", sourceLocation: sourceLocation)
-        } catch let error as GroserError {
-            #expect(error.status?.code == code, "\(error)", sourceLocation: sourceLocation)
-            if let text {
-                #expect(error.status?.message.contains(text) == true, "\(error)", sourceLocation: sourceLocation)
-            }
-        } catch {
-            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     func inStock(_ client: GroserClient) throws -> (store: String, products: [Product]) {
         let store = try client.store(.cityCode("SPB"), includeProducts: true)
         return (store.store.uid, store.store.departments.flatMap(\.shelves).flatMap(\.products).filter { !$0.outOfStock })

@@ -1,5 +1,7 @@
 import Foundation
+import GroserClient
 import GroserSystem
+import Testing
 
 /// What a program run by a test printed and how it ended.
 struct ProgramResult {
@@ -188,5 +190,22 @@ func directoriesUnder(_ directory: String) -> [String] {
     (FileManager.default.subpaths(atPath: directory) ?? []).map { directory + "/" + $0 }.filter { path in
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}
+
+/// Expects `body` to fail with groserd's status `code` (and, when given,
+/// a message holding `text`).
+func expectStatus(_ code: StatusCode, containing text: String? = nil, _ body: () throws -> Void,
+                  sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        try body()
+        Issue.record("expected \(code)", sourceLocation: sourceLocation)
+    } catch let error as GroserError {
+        #expect(error.status?.code == code, "\(error)", sourceLocation: sourceLocation)
+        if let text {
+            #expect(error.status?.message.contains(text) == true, "\(error)", sourceLocation: sourceLocation)
+        }
+    } catch {
+        Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
     }
 }

@@ -46,19 +46,6 @@ struct SessionFloodTests {
         return tokens
     }
 
-    func expectStatus(_ code: StatusCode, containing text: String, _ body: () throws -> Void,
-                      sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            try body()
-            Issue.record("expected \(code)", sourceLocation: sourceLocation)
-        } catch let error as GroserError {
-            #expect(error.status?.code == code, "\(error)", sourceLocation: sourceLocation)
-            #expect(error.status?.message.contains(text) == true, "\(error)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func anOpenSessionFloodStoresNothingAndKeepsMemoryFlat() throws {
         let daemon = try Daemon(extraArguments: ["--session-open-rate", "0"])
         let client = daemon.client(timeout: 10)
