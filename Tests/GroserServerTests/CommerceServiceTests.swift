@@ -205,15 +205,6 @@ private func okBody(_ outcome: CommerceOutcome, _ field: MethodField,
     return body
 }
 
-/// An encoded body read back as the client reads it: in a response frame.
-private func decode(_ field: MethodField, _ body: [UInt8]) throws -> ResponseBody {
-    var frame: [UInt8] = []
-    ResponseFrameWriter.appendOK(id: 1, field: field, body: body, to: &frame)
-    let response = try Response.decode(frame.dropFirst(4))
-    #expect(response.id == 1 && response.status == .ok)
-    return response.body
-}
-
 /// Checks the outcome is the refusal `code`, with a message that says why.
 private func expectRefused(_ result: (outcome: CommerceOutcome, catalogChanged: Bool), _ code: StatusCode,
                            sourceLocation: SourceLocation = #_sourceLocation) {
