@@ -39,14 +39,16 @@ public final class FuzzHarness {
 
     /// The directory holding the temporary database.
     public let directory: String
-    private let store: SQLiteCatalogStore
-    private let handler: RequestHandler
-    private let commerce: CommerceService
-    private let customers: CustomerService
-    private let catalog: EncodedCatalog
-    private let watches: WatchHub
+    let store: SQLiteCatalogStore
+    private let dispatcher: Dispatcher
+    let commerce: CommerceService
+    let customers: CustomerService
+    let catalog: EncodedCatalog
+    let watches: WatchHub
     /// The input's connection's watches (an input is one connection).
-    private var watchers: [Watcher] = []
+    var watchers: [Watcher] = []
+    /// The store failed outside any request's savepoint (the commit queue's executor).
+    var storeFailure: StorageError?
     /// Called with one line per answered frame (request → response), when set.
     public var trace: ((String) -> Void)?
 
@@ -57,7 +59,7 @@ public final class FuzzHarness {
         let (catalog, version) = try store.loadCatalog()
         let encoded = EncodedCatalog(catalog: catalog, version: version, imageBaseURL: "http://img.test",
                                      serverVersion: ProtocolInfo.serverVersion)
-        handler = RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds())
+        dispatcher = Dispatcher(handler: RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds()))
         self.catalog = encoded
         watches = WatchHub(catalog: encoded, loops: 1)
         // A fixed clock keeps card expiry and order times the same on every run.
@@ -295,54 +297,23 @@ public final class FuzzHarness {
 
     // MARK: - Answering
 
-    /// One frame's response frame, as the event loop and commit queue make
-    /// it: the allocation-free reader first, protobuf-c when it declines.
+    /// One frame's response frame, as the event loop makes it: the
+    /// allocation-free reader first, protobuf-c when it declines, then the
+    /// daemon's `Dispatcher`, with the workers run inline (`FuzzExecutors`).
     private func answer(_ frame: [UInt8]) throws(StorageError) -> [UInt8] {
         var out: [UInt8] = []
         let receivedAt = monotonicNanoseconds()
-        let handled = frame.withUnsafeBytes { body in
+        let executors = FuzzExecutors(harness: self)
+        frame.withUnsafeBytes { body in
             if let request = Request.decodeCommonMethod(body) {
-                return handler.respond(to: request, receivedAt: receivedAt, into: &out)
+                _ = dispatcher.dispatch(request, receivedAt: receivedAt, slot: 0, to: executors, into: &out)
+            } else {
+                _ = dispatcher.dispatch(frame: body, receivedAt: receivedAt, slot: 0, peerIsOperator: { true }, to: executors, into: &out)
             }
-            return handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: { true }, into: &out)
         }
-        if case .local(let request) = handled { return answerLocal(request, into: &out) }
-        guard case .deferred(let request) = handled else { return out }
-        let outcome: CommerceOutcome
-        if CustomerService.handles(request.method) {
-            outcome = customers.answerNow(request, caller: Self.caller(request.id))
-        } else {
-            // execute runs the request in its own savepoint, as the commit queue does.
-            outcome = try store.rollingBack.write { (tx) throws(StorageError) in
-                try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
-            }.outcome
-        }
-        switch outcome {
-        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
-        case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
-        }
-        return out
-    }
-
-    /// Watch, CancelWatch and Stats, as the event loop answers them. A
-    /// cancel's extra frame (the stream's CANCELLED end) is checked here and
-    /// left out, so the answer checked is the CancelWatch's own.
-    private func answerLocal(_ request: Request, into out: inout [UInt8]) -> [UInt8] {
-        switch request.method {
-        case .watch(let selector, let since):
-            _ = WatchRequests.start(id: request.id, selector: selector, since: since, catalog: catalog, hub: watches,
-                                    watchers: &watchers, into: &out)
-        case .cancelWatch(let watchID):
-            var end: [UInt8] = []
-            if WatchRequests.cancel(id: request.id, watchID: watchID, watchers: &watchers, streamEnd: &end, into: &out) != nil {
-                let ending = (try? Response.decode(end.dropFirst(Framing.headerSize)))
-                precondition(ending?.id == watchID && ending?.status.code == .cancelled && ending?.continues == false,
-                             "a cancelled watch must end with CANCELLED and no continues")
-            }
-        case .stats:
-            ResponseFrameWriter.appendOK(id: request.id, field: .stats, body: BodyEncoder.stats(ServerStats()), to: &out)
-        default:
-            break
+        if let failure = storeFailure {
+            storeFailure = nil
+            throw failure
         }
         return out
     }
@@ -535,22 +506,4 @@ func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     var h: UInt64 = 0xcbf2_9ce4_8422_2325
     for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
     return h
-}
-
-/// The fuzz harness's customer store: the one known session at every load,
-/// and appends accepted and forgotten, so each input starts from it.
-final class SeededCustomerStore: CustomerStore {
-    let session: SessionKey
-    let createdAtUnix: Int64
-    init(session: SessionKey, createdAtUnix: Int64) {
-        self.session = session
-        self.createdAtUnix = createdAtUnix
-    }
-    func load(into state: inout CustomerState) throws(StorageError) -> String {
-        state.apply(.session(session, createdAtUnix: createdAtUnix))
-        return "one seeded session"
-    }
-    func append(_ records: [CustomerRecord]) throws(StorageError) {}
-    func checkpointDue() throws(StorageError) -> Bool { false }
-    func checkpoint(expire: (inout CustomerState) -> Void) throws(StorageError) -> Int { 1 }
 }

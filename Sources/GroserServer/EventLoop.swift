@@ -25,7 +25,8 @@ final class EventLoop: @unchecked Sendable {
     private let wakeup: EventFD
     private let listener: Socket
     private let service: CatalogService
-    private let commits: CommitQueue
+    /// The worker threads the dispatcher sends requests to.
+    let workers: Workers
     private let config: ServerConfig
     private let logger: Logger
     private let stopping: @Sendable () -> Bool
@@ -54,23 +55,18 @@ final class EventLoop: @unchecked Sendable {
     private var listening = false
     private var acceptPausedUntil: UInt64 = 0
     private var lastSweep: UInt64 = 0
-    /// Answers from the commit queue, waiting for this loop's thread.
-    typealias InboxAnswer = (fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)
-    private let inbox = Locked<[InboxAnswer]>([])
-    /// The inbox's other array: swapped in when the loop takes the answers,
-    /// so neither is allocated again each turn. The loop's thread only.
-    @exclusivity(unchecked) private var spareInbox: [InboxAnswer] = []
+    /// Answers from the workers, waiting for this loop's thread.
+    let inbox: CommitInbox
     /// Counts `deliverAnswers` turns (see `Connection.answerTurn`).
     @exclusivity(unchecked) private var answerTurn: UInt64 = 0
-    static let retainedInboxCapacity = 4096
 
-    init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
+    init(index: Int, listener: Socket, service: CatalogService, workers: Workers, config: ServerConfig,
          logger: Logger, admission: ConnectionAdmission, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
          watches: WatchHub, counters: DaemonCounters, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
         self.service = service
-        self.commits = commits
+        self.workers = workers
         self.config = config
         self.logger = logger
         self.admission = admission
@@ -80,7 +76,9 @@ final class EventLoop: @unchecked Sendable {
         self.counters = counters
         self.stopping = stopping
         epoll = try Epoll()
-        wakeup = try EventFD()
+        let wakeup = try EventFD()
+        self.wakeup = wakeup
+        inbox = CommitInbox(wake: { wakeup.signal() })
         readBuffer = .allocate(byteCount: Self.readChunk, alignment: 16)
         try epoll.add(wakeup.descriptor, events: .readable, token: Self.wakeToken)
         try startListening()
@@ -114,8 +112,10 @@ final class EventLoop: @unchecked Sendable {
             frameReadTimeout: UInt64(config.frameReadTimeoutSeconds * 1e9))
     }
 
-    private var handler: RequestHandler {
-        RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt, maximumAnswerBytes: config.maximumFrameBytes)
+    /// The dispatcher over the catalog as it is now.
+    private var dispatcher: Dispatcher {
+        Dispatcher(handler: RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt,
+                                           maximumAnswerBytes: config.maximumFrameBytes))
     }
 
     private let turnCount = Atomic<UInt64>(0)
@@ -250,7 +250,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Reads until the socket is drained, answering every complete frame.
     private func readAndAnswer(_ connection: Connection) {
-        let handler = self.handler
+        let dispatcher = self.dispatcher
         let socket = connection.socket
         while true {
             let outcome: IOResult
@@ -266,7 +266,7 @@ final class EventLoop: @unchecked Sendable {
                 connection.machine.peerClosed()
                 return
             }
-            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
+            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), dispatcher)
             deliver(connection)
             // Over the unfinished-frame budget: stop reading here, so it is
             // enforced before this connection grows by another read (epoll
@@ -281,12 +281,12 @@ final class EventLoop: @unchecked Sendable {
     /// Hands `bytes` (just read; empty after a resume) to the connection's
     /// machine, which answers what may be answered now into `output`, and
     /// brings the frame budget up to date.
-    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
+    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ dispatcher: Dispatcher) {
         // A local buffer: appending to a property of this class through
         // `inout` costs a dynamic exclusivity check per answer.
         var out: [UInt8] = []
         swap(&out, &output)
-        var responder = LoopResponder(loop: self, connection: connection, handler: handler)
+        var responder = LoopResponder(loop: self, connection: connection, dispatcher: dispatcher)
         let failure = connection.machine.bytesArrived(bytes, now: monotonicNanoseconds(), into: &out, &responder)
         swap(&out, &output)
         if connection.machine.decoder.storageByteCount != connection.accountedFrameBytes { account(connection) }
@@ -354,14 +354,15 @@ final class EventLoop: @unchecked Sendable {
         finishIO(connection)
     }
 
-    /// The loop's side of a connection's frames: the request handler, the
-    /// commit queue, the watch code and the stats. The machine decides when
-    /// and in which order; this answers.
-    struct LoopResponder: FrameResponder {
+    /// The loop's side of a connection's frames: the dispatcher, and the
+    /// executors it sends requests to (the watch code and the stats on this
+    /// loop, the workers through the inbox). The machine decides when and
+    /// in which order; this answers.
+    struct LoopResponder: FrameResponder, Executors {
         // Both outlive every call: the loop owns the connection while it serves it.
         unowned(unsafe) let loop: EventLoop
         unowned(unsafe) let connection: Connection
-        let handler: RequestHandler
+        let dispatcher: Dispatcher
 
         /// The common methods are read without protobuf-c, whose unpack
         /// allocates every message and string; anything else goes through it.
@@ -369,21 +370,15 @@ final class EventLoop: @unchecked Sendable {
         mutating func answer(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64,
                              into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
             let start = out.count
-            let handled: RequestHandler.Handled
+            let answered: ConnectionStateMachine.Answered
             let method: MethodField?
             if let request = Request.decodeCommonMethod(body) {
                 method = request.method.field
-                handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
+                answered = dispatcher.dispatch(request, receivedAt: receivedAt, slot: slot, to: self, into: &out)
             } else {
                 method = Request.methodField(of: body)
-                handled = handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: isOperator, into: &out)
-            }
-            var answered = ConnectionStateMachine.Answered.answered
-            switch handled {
-            case .answered: break
-            case .deferred(let request):
-                if loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &out) { answered = .awaiting }
-            case .local(let request): loop.answerLocal(request, connection, into: &out)
+                answered = dispatcher.dispatch(frame: body, receivedAt: receivedAt, slot: slot, peerIsOperator: isOperator,
+                                               to: self, into: &out)
             }
             if out.count > start {
                 out.withUnsafeBytes { loop.record(connection, method, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
@@ -395,10 +390,7 @@ final class EventLoop: @unchecked Sendable {
             var frame: [UInt8] = []
             guard let request = Request.decodeCommonMethod(body)
                     ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame) }
-            // Held answers are made by `RequestHandler.respond` when their
-            // turn comes, which refuses id 0; only a cart request is submitted now.
-            guard CommerceService.handles(request.method) && request.id != 0 else { return .later(request, receivedAt: receivedAt) }
-            return loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &frame) ? .awaiting : .ready(frame)
+            return dispatcher.hold(request, receivedAt: receivedAt, slot: slot, to: self)
         }
 
         /// Asked only for a frame naming an operators' method.
@@ -406,41 +398,58 @@ final class EventLoop: @unchecked Sendable {
 
         mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
             let start = out.count
-            if case .local(let request) = handler.respond(to: request, receivedAt: receivedAt, into: &out) {
-                loop.answerLocal(request, connection, into: &out)
-            }
+            // Held requests are the ones no worker answers: answered now.
+            _ = dispatcher.dispatch(request, receivedAt: receivedAt, slot: 0, to: self, into: &out)
             out.withUnsafeBytes { loop.record(connection, request.method.field, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
         }
-    }
 
-    /// Sends a request to the commit queue; its answer returns through the
-    /// inbox for `slot`. Returns false, with UNAVAILABLE in `out`, when the
-    /// queue takes no more (groserd is stopping).
-    fileprivate func submit(_ request: consuming Request, _ connection: Connection, slot: UInt64, receivedAt: UInt64,
-                            orAnswerInto out: inout [UInt8]) -> Bool {
-        let fd = connection.socket.descriptor
-        let serial = connection.serial
-        let method = request.method.field
-        let id = request.id
-        let reply: @Sendable ([UInt8]) -> Void = { [self] frame in
-            // One wakeup per batch of answers, not per answer (a write
-            // syscall each): the loop takes the whole inbox when it wakes,
-            // so only the answer that finds it empty needs to wake it.
-            let first = inbox.withLock { inbox in
-                inbox.append((fd, serial, slot, frame, method, receivedAt))
-                return inbox.count == 1
+        func answerOnLoop(_ request: Request, into out: inout [UInt8]) { loop.answerLocal(request, connection, into: &out) }
+
+        func runInShard(_ request: consuming Request, receivedAt: UInt64, slot: UInt64,
+                        into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            let id = request.id
+            return accepted(loop.workers.customers.submit(job(request, receivedAt, slot), sessionKeys: &connection.sessionKeys), id, &out)
+        }
+
+        func runInAccountWorkers(_ request: consuming Request, receivedAt: UInt64, slot: UInt64,
+                                 into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            let id = request.id
+            return accepted(loop.workers.customers.accounts.submit(job(request, receivedAt, slot)), id, &out)
+        }
+
+        func runInCommitQueue(_ request: consuming Request, receivedAt: UInt64, slot: UInt64,
+                              into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            let id = request.id
+            return accepted(loop.workers.commits.submit(job(request, receivedAt, slot)), id, &out)
+        }
+
+        func runInImportThread(_ request: consuming Request, receivedAt: UInt64, slot: UInt64,
+                               into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            let id = request.id
+            return accepted(loop.workers.imports.submit(job(request, receivedAt, slot)), id, &out)
+        }
+
+        /// The job that carries `request` to a worker; its answer returns
+        /// through the loop's inbox for `slot`. The request is moved, not
+        /// copied (a copy of the job, its request's strings, showed in the profile).
+        @inline(__always)
+        private func job(_ request: consuming Request, _ receivedAt: UInt64, _ slot: UInt64) -> CommerceJob {
+            let reply = loop.inbox.reply(fd: connection.socket.descriptor, serial: connection.serial, slot: slot,
+                                         method: request.method.field, receivedAt: receivedAt)
+            return CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
+                               receivedAt: receivedAt, reply: reply, connection: connection.token)
+        }
+
+        /// `.awaiting` when a worker took the request; else UNAVAILABLE in
+        /// `out`: the worker takes no more (groserd is stopping).
+        @inline(__always)
+        private func accepted(_ taken: Bool, _ id: UInt64, _ out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+            guard taken else {
+                ResponseFrameWriter.appendStatus(id: id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
+                return .answered
             }
-            if first { wakeup.signal() }
+            return .awaiting
         }
-        // The request and the job are moved, not copied (a copy of the
-        // job, its request's strings, showed in the profile).
-        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
-                              receivedAt: receivedAt, reply: reply, connection: connection.token)
-        guard commits.submit(consume job, sessionKeys: &connection.sessionKeys) else {
-            ResponseFrameWriter.appendStatus(id: id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
-            return false
-        }
-        return true
     }
 
     /// Moves answers from the commit queue to their connections. A shard
@@ -450,11 +459,7 @@ final class EventLoop: @unchecked Sendable {
     /// rather than into a buffer of the connection's own, allocated again
     /// after every write that emptied it.
     private func deliverAnswers() {
-        // Moved out of `spareInbox` (not copied: a shared buffer would be
-        // copied by the first shard to append to the inbox).
-        var answers: [InboxAnswer] = []
-        swap(&answers, &spareInbox)
-        inbox.withLock { swap(&$0, &answers) }
+        let answers = inbox.take()
         guard !answers.isEmpty else { return }
         answerTurn &+= 1
         var touched: [Connection] = []
@@ -477,16 +482,14 @@ final class EventLoop: @unchecked Sendable {
             let c = run!
             var out: [UInt8] = []
             swap(&out, &output)
-            var responder = LoopResponder(loop: self, connection: c, handler: handler)
+            var responder = LoopResponder(loop: self, connection: c, dispatcher: dispatcher)
             c.machine.answerArrived(slot: a.slot, frame: a.frame, into: &out, &responder)
             swap(&out, &output)
             a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
         }
         if let c = run { deliver(c) }
         for c in touched { finishIO(c) }
-        // The array goes back for the next turn, its room kept (bounded).
-        answers.removeAll(keepingCapacity: answers.capacity <= Self.retainedInboxCapacity)
-        spareInbox = answers
+        inbox.recycle(answers)
     }
 
     /// Writes the answers in `output` to the connection, or queues them
@@ -527,7 +530,7 @@ final class EventLoop: @unchecked Sendable {
         // once, no event would come to resume it.
         while !stopping() && connection.machine.resume(now: monotonicNanoseconds()) {
             let buffered = connection.machine.decoder.bufferedByteCount
-            answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
+            answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), dispatcher)
             deliver(connection)
             guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
             // Only an unfinished frame left: wait for more bytes.
