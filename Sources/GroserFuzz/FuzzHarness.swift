@@ -14,14 +14,12 @@ import GroserWire
 /// `ConnectionStateMachine` (its answers awaited, delivered out of order,
 /// and written a few bytes at a time, which must leave in request order). Each
 /// frame is read by the allocation-free reader or protobuf-c (which must
-/// agree) and goes through `RequestHandler` over the sample catalog's
-/// `EncodedCatalog`; the cart requests it defers run through a real
-/// customer shard (`CustomerService.answerNow`, the rules and the batch
-/// path the daemon runs) whose state lives in memory and is rebuilt before
-/// each input, and SetProduct through `CommerceService`; both write to the
-/// real SQLite store through transactions that are rolled back, so every
-/// input starts from the same database and one input cannot change what
-/// the next one finds.
+/// agree) and goes through the daemon's `Dispatcher` over the sample
+/// catalog's `EncodedCatalog`, with the workers run inline
+/// (`FuzzExecutors`): a real customer shard whose state lives in memory and
+/// is rebuilt before each input, and SetProduct through `CommerceService`,
+/// both writing to the real SQLite store through transactions that are
+/// rolled back, so one input cannot change what the next one finds.
 ///
 /// A crash (a trap, an ASan report) is a finding; so is every broken
 /// invariant `run` returns.
@@ -388,7 +386,7 @@ public final class FuzzHarness {
             problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered with continues set, but not as a watch frame")
         }
         if envelope.code == .ok {
-            let expected = Self.field(request.method)
+            let expected = request.method.field
             if envelope.bodyFields != [expected].compactMap({ $0?.rawValue }) {
                 problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered OK in field(s) \(envelope.bodyFields)")
             }
@@ -402,9 +400,6 @@ public final class FuzzHarness {
         }
     }
 
-    /// The response field an OK answer to `method` uses.
-    static func field(_ method: RequestMethod) -> MethodField? { method.field }
-
     static func bodyMatches(_ method: RequestMethod, _ body: ResponseBody) -> Bool {
         switch (method, body) {
         case (.serverInfo, .serverInfo), (.listCities, .listCities), (.getStore, .getStore), (.getShelf, .getShelf), (.listProducts, .listProducts), (.importCatalog, .importCatalog), (.exportCatalog, .exportCatalog),
@@ -416,88 +411,6 @@ public final class FuzzHarness {
         default:
             return false
         }
-    }
-}
-
-/// The top level of an encoded Response read by hand: an independent
-/// reader to check the server's hand-written envelope against.
-struct Envelope {
-    var id: UInt64 = 0
-    var code = StatusCode.ok
-    var message = ""
-    /// The body fields present, in order.
-    var bodyFields: [UInt32] = []
-    /// More frames with this id follow (only a watch's frames say so).
-    var continues = false
-
-    init?(_ bytes: ArraySlice<UInt8>) {
-        var i = bytes.startIndex
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < bytes.endIndex, shift < 64 {
-                let b = bytes[i]
-                i += 1
-                value |= UInt64(b & 0x7f) << shift
-                if b & 0x80 == 0 { return value }
-                shift += 7
-            }
-            return nil
-        }
-        func delimited() -> ArraySlice<UInt8>? {
-            guard let n = varint(), n <= UInt64(bytes.endIndex - i) else { return nil }
-            defer { i += Int(n) }
-            return bytes[i..<(i + Int(n))]
-        }
-        while i < bytes.endIndex {
-            guard let key = varint() else { return nil }
-            switch (key >> 3, key & 7) {
-            case (1, 0):
-                guard let v = varint() else { return nil }
-                id = v
-            case (3, 0):
-                guard let v = varint() else { return nil }
-                continues = v != 0
-            case (2, 2):
-                guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
-                (code, message) = s
-            case (let number, 2) where MethodField(rawValue: UInt32(truncatingIfNeeded: number)) != nil:
-                guard delimited() != nil else { return nil }
-                bodyFields.append(UInt32(key >> 3))
-            default:
-                return nil
-            }
-        }
-    }
-
-    /// Status { code = 1; message = 2 }.
-    private static func status(_ bytes: [UInt8]) -> (StatusCode, String)? {
-        var code = StatusCode.ok
-        var message = ""
-        var i = 0
-        while i < bytes.count {
-            let key = bytes[i]
-            i += 1
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard i < bytes.count, shift < 64 else { return nil }
-                let b = bytes[i]
-                i += 1
-                value |= UInt64(b & 0x7f) << shift
-                shift += 7
-                if b & 0x80 == 0 { break }
-            }
-            switch key {
-            case 0x08: code = StatusCode(rawValue: Int32(truncatingIfNeeded: value))
-            case 0x12:
-                guard value <= UInt64(bytes.count - i) else { return nil }
-                message = String(decoding: bytes[i..<(i + Int(value))], as: UTF8.self)
-                i += Int(value)
-            default: return nil
-            }
-        }
-        return (code, message)
     }
 }
 
