@@ -14,14 +14,12 @@ import GroserWire
 /// `ConnectionStateMachine` (its answers awaited, delivered out of order,
 /// and written a few bytes at a time, which must leave in request order). Each
 /// frame is read by the allocation-free reader or protobuf-c (which must
-/// agree) and goes through `RequestHandler` over the sample catalog's
-/// `EncodedCatalog`; the cart requests it defers run through a real
-/// customer shard (`CustomerService.answerNow`, the rules and the batch
-/// path the daemon runs) whose state lives in memory and is rebuilt before
-/// each input, and SetProduct through `CommerceService`; both write to the
-/// real SQLite store through transactions that are rolled back, so every
-/// input starts from the same database and one input cannot change what
-/// the next one finds.
+/// agree) and goes through the daemon's `Dispatcher` over the sample
+/// catalog's `EncodedCatalog`, with the workers run inline
+/// (`FuzzExecutors`): a real customer shard whose state lives in memory and
+/// is rebuilt before each input, and SetProduct through `CommerceService`,
+/// both writing to the real SQLite store through transactions that are
+/// rolled back, so one input cannot change what the next one finds.
 ///
 /// A crash (a trap, an ASan report) is a finding; so is every broken
 /// invariant `run` returns.
@@ -39,14 +37,16 @@ public final class FuzzHarness {
 
     /// The directory holding the temporary database.
     public let directory: String
-    private let store: SQLiteCatalogStore
-    private let handler: RequestHandler
-    private let commerce: CommerceService
-    private let customers: CustomerService
-    private let catalog: EncodedCatalog
-    private let watches: WatchHub
+    let store: SQLiteCatalogStore
+    private let dispatcher: Dispatcher
+    let commerce: CommerceService
+    let customers: CustomerService
+    let catalog: EncodedCatalog
+    let watches: WatchHub
     /// The input's connection's watches (an input is one connection).
-    private var watchers: [Watcher] = []
+    var watchers: [Watcher] = []
+    /// The store failed outside any request's savepoint (the commit queue's executor).
+    var storeFailure: StorageError?
     /// Called with one line per answered frame (request → response), when set.
     public var trace: ((String) -> Void)?
 
@@ -57,7 +57,7 @@ public final class FuzzHarness {
         let (catalog, version) = try store.loadCatalog()
         let encoded = EncodedCatalog(catalog: catalog, version: version, imageBaseURL: "http://img.test",
                                      serverVersion: ProtocolInfo.serverVersion)
-        handler = RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds())
+        dispatcher = Dispatcher(handler: RequestHandler(catalog: encoded, startedAtNanoseconds: monotonicNanoseconds()))
         self.catalog = encoded
         watches = WatchHub(catalog: encoded, loops: 1)
         // A fixed clock keeps card expiry and order times the same on every run.
@@ -295,54 +295,23 @@ public final class FuzzHarness {
 
     // MARK: - Answering
 
-    /// One frame's response frame, as the event loop and commit queue make
-    /// it: the allocation-free reader first, protobuf-c when it declines.
+    /// One frame's response frame, as the event loop makes it: the
+    /// allocation-free reader first, protobuf-c when it declines, then the
+    /// daemon's `Dispatcher`, with the workers run inline (`FuzzExecutors`).
     private func answer(_ frame: [UInt8]) throws(StorageError) -> [UInt8] {
         var out: [UInt8] = []
         let receivedAt = monotonicNanoseconds()
-        let handled = frame.withUnsafeBytes { body in
+        let executors = FuzzExecutors(harness: self)
+        frame.withUnsafeBytes { body in
             if let request = Request.decodeCommonMethod(body) {
-                return handler.respond(to: request, receivedAt: receivedAt, into: &out)
+                _ = dispatcher.dispatch(request, receivedAt: receivedAt, slot: 0, to: executors, into: &out)
+            } else {
+                _ = dispatcher.dispatch(frame: body, receivedAt: receivedAt, slot: 0, peerIsOperator: { true }, to: executors, into: &out)
             }
-            return handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: { true }, into: &out)
         }
-        if case .local(let request) = handled { return answerLocal(request, into: &out) }
-        guard case .deferred(let request) = handled else { return out }
-        let outcome: CommerceOutcome
-        if CustomerService.handles(request.method) {
-            outcome = customers.answerNow(request, caller: Self.caller(request.id))
-        } else {
-            // execute runs the request in its own savepoint, as the commit queue does.
-            outcome = try store.rollingBack.write { (tx) throws(StorageError) in
-                try commerce.execute(request.method, caller: Self.caller(request.id), in: tx)
-            }.outcome
-        }
-        switch outcome {
-        case .ok(let field, let body): ResponseFrameWriter.appendOK(id: request.id, field: field, body: body, to: &out)
-        case .failed(let status): ResponseFrameWriter.appendStatus(id: request.id, status: status, to: &out)
-        }
-        return out
-    }
-
-    /// Watch, CancelWatch and Stats, as the event loop answers them. A
-    /// cancel's extra frame (the stream's CANCELLED end) is checked here and
-    /// left out, so the answer checked is the CancelWatch's own.
-    private func answerLocal(_ request: Request, into out: inout [UInt8]) -> [UInt8] {
-        switch request.method {
-        case .watch(let selector, let since):
-            _ = WatchRequests.start(id: request.id, selector: selector, since: since, catalog: catalog, hub: watches,
-                                    watchers: &watchers, into: &out)
-        case .cancelWatch(let watchID):
-            var end: [UInt8] = []
-            if WatchRequests.cancel(id: request.id, watchID: watchID, watchers: &watchers, streamEnd: &end, into: &out) != nil {
-                let ending = (try? Response.decode(end.dropFirst(Framing.headerSize)))
-                precondition(ending?.id == watchID && ending?.status.code == .cancelled && ending?.continues == false,
-                             "a cancelled watch must end with CANCELLED and no continues")
-            }
-        case .stats:
-            ResponseFrameWriter.appendOK(id: request.id, field: .stats, body: BodyEncoder.stats(ServerStats()), to: &out)
-        default:
-            break
+        if let failure = storeFailure {
+            storeFailure = nil
+            throw failure
         }
         return out
     }
@@ -417,7 +386,7 @@ public final class FuzzHarness {
             problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered with continues set, but not as a watch frame")
         }
         if envelope.code == .ok {
-            let expected = Self.field(request.method)
+            let expected = request.method.field
             if envelope.bodyFields != [expected].compactMap({ $0?.rawValue }) {
                 problems.append("frame \(index): \(FuzzSeeds.methodName(request.method)) answered OK in field(s) \(envelope.bodyFields)")
             }
@@ -430,9 +399,6 @@ public final class FuzzHarness {
             }
         }
     }
-
-    /// The response field an OK answer to `method` uses.
-    static func field(_ method: RequestMethod) -> MethodField? { method.field }
 
     static func bodyMatches(_ method: RequestMethod, _ body: ResponseBody) -> Bool {
         switch (method, body) {
@@ -448,109 +414,9 @@ public final class FuzzHarness {
     }
 }
 
-/// The top level of an encoded Response read by hand: an independent
-/// reader to check the server's hand-written envelope against.
-struct Envelope {
-    var id: UInt64 = 0
-    var code = StatusCode.ok
-    var message = ""
-    /// The body fields present, in order.
-    var bodyFields: [UInt32] = []
-    /// More frames with this id follow (only a watch's frames say so).
-    var continues = false
-
-    init?(_ bytes: ArraySlice<UInt8>) {
-        var i = bytes.startIndex
-        func varint() -> UInt64? {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < bytes.endIndex, shift < 64 {
-                let b = bytes[i]
-                i += 1
-                value |= UInt64(b & 0x7f) << shift
-                if b & 0x80 == 0 { return value }
-                shift += 7
-            }
-            return nil
-        }
-        func delimited() -> ArraySlice<UInt8>? {
-            guard let n = varint(), n <= UInt64(bytes.endIndex - i) else { return nil }
-            defer { i += Int(n) }
-            return bytes[i..<(i + Int(n))]
-        }
-        while i < bytes.endIndex {
-            guard let key = varint() else { return nil }
-            switch (key >> 3, key & 7) {
-            case (1, 0):
-                guard let v = varint() else { return nil }
-                id = v
-            case (3, 0):
-                guard let v = varint() else { return nil }
-                continues = v != 0
-            case (2, 2):
-                guard let status = delimited(), let s = Envelope.status(Array(status)) else { return nil }
-                (code, message) = s
-            case (let number, 2) where MethodField(rawValue: UInt32(truncatingIfNeeded: number)) != nil:
-                guard delimited() != nil else { return nil }
-                bodyFields.append(UInt32(key >> 3))
-            default:
-                return nil
-            }
-        }
-    }
-
-    /// Status { code = 1; message = 2 }.
-    private static func status(_ bytes: [UInt8]) -> (StatusCode, String)? {
-        var code = StatusCode.ok
-        var message = ""
-        var i = 0
-        while i < bytes.count {
-            let key = bytes[i]
-            i += 1
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard i < bytes.count, shift < 64 else { return nil }
-                let b = bytes[i]
-                i += 1
-                value |= UInt64(b & 0x7f) << shift
-                shift += 7
-                if b & 0x80 == 0 { break }
-            }
-            switch key {
-            case 0x08: code = StatusCode(rawValue: Int32(truncatingIfNeeded: value))
-            case 0x12:
-                guard value <= UInt64(bytes.count - i) else { return nil }
-                message = String(decoding: bytes[i..<(i + Int(value))], as: UTF8.self)
-                i += Int(value)
-            default: return nil
-            }
-        }
-        return (code, message)
-    }
-}
-
 /// FNV-1a over the input: the chunking seed.
 func fnv1a(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
     var h: UInt64 = 0xcbf2_9ce4_8422_2325
     for b in bytes { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01b3 }
     return h
-}
-
-/// The fuzz harness's customer store: the one known session at every load,
-/// and appends accepted and forgotten, so each input starts from it.
-final class SeededCustomerStore: CustomerStore {
-    let session: SessionKey
-    let createdAtUnix: Int64
-    init(session: SessionKey, createdAtUnix: Int64) {
-        self.session = session
-        self.createdAtUnix = createdAtUnix
-    }
-    func load(into state: inout CustomerState) throws(StorageError) -> String {
-        state.apply(.session(session, createdAtUnix: createdAtUnix))
-        return "one seeded session"
-    }
-    func append(_ records: [CustomerRecord]) throws(StorageError) {}
-    func checkpointDue() throws(StorageError) -> Bool { false }
-    func checkpoint(expire: (inout CustomerState) -> Void) throws(StorageError) -> Int { 1 }
 }

@@ -3,11 +3,12 @@ import GroserSystem
 import GroserWire
 import Synchronization
 
-/// One thread's epoll loop: accepts from the shared listening socket, reads
-/// every complete frame available on a connection, answers them all, and
-/// writes the answers with one send. Cart requests go to the commit queue;
-/// their answers come back through the inbox, and later answers on the same
-/// connection wait behind them, so each connection is answered in order.
+/// One thread's epoll loop: accepts from the shared listening socket
+/// (EventLoop+Accepting), reads every complete frame available on a
+/// connection, answers them all through the `Dispatcher` (LoopResponder),
+/// and writes the answers with one send. Requests for the workers get their
+/// answers back through the inbox (`CommitInbox`), and later answers on the
+/// same connection wait behind them, so each connection is answered in order.
 final class EventLoop: @unchecked Sendable {
     // @unchecked: after `run` starts, all state below is touched only by the
     // loop's own thread; other threads only call `wake` (an eventfd write)
@@ -15,29 +16,26 @@ final class EventLoop: @unchecked Sendable {
     private static let listenerToken = UInt64.max
     private static let wakeToken = UInt64.max - 1
     private static let readChunk = 64 * 1024
-    /// The loop keeps an output buffer up to this size between reads...
-    private static let retainedOutputCapacity = 4 * 1024 * 1024
-    /// ...and, once a second, no more than this one unless it holds answers.
-    private static let idleOutputCapacity = 64 * 1024
 
     let index: Int
-    private let epoll: Epoll
+    let epoll: Epoll
     private let wakeup: EventFD
-    private let listener: Socket
-    private let service: CatalogService
-    private let commits: CommitQueue
-    private let config: ServerConfig
-    private let logger: Logger
+    let listener: Socket
+    let service: CatalogService
+    /// The worker threads the dispatcher sends requests to.
+    let workers: Workers
+    let config: ServerConfig
+    let logger: Logger
     private let stopping: @Sendable () -> Bool
     /// Open connections across all loops, per peer uid and in all.
-    private let admission: ConnectionAdmission
+    let admission: ConnectionAdmission
     /// Bytes in unfinished frames across all loops, for `--max-unfinished-frame-bytes`.
     private let unfinished: UnfinishedFrames
-    private let handoff: ConnectionHandoff
-    private let watches: WatchHub
-    private let counters: DaemonCounters
-    /// Connections with at least one watch.
-    @exclusivity(unchecked) private var watching: [Int32: Connection] = [:]
+    let handoff: ConnectionHandoff
+    let watches: WatchHub
+    let counters: DaemonCounters
+    /// This loop's watches.
+    @exclusivity(unchecked) var fanOut = WatchFanOut()
     /// The largest holding this loop has published to `unfinished` (may be
     /// stale on the high side until the next `enforceBudget`).
     @exclusivity(unchecked) private var publishedLargestHolding = 0
@@ -46,31 +44,26 @@ final class EventLoop: @unchecked Sendable {
     // The loop's hot state is touched only by its own thread, so its
     // exclusivity is not checked at run time: each checked access cost about
     // 80 instructions, over 1,000 per request at P=1 (tools/bench-instructions).
-    @exclusivity(unchecked) private var connections: [Int32: Connection] = [:]
+    @exclusivity(unchecked) var connections: [Int32: Connection] = [:]
     /// Where every read lands; shared by the loop's connections.
     private let readBuffer: UnsafeMutableRawBufferPointer
     /// Answers being built for one connection before they are written.
     @exclusivity(unchecked) private var output: [UInt8] = []
     private var listening = false
-    private var acceptPausedUntil: UInt64 = 0
-    private var lastSweep: UInt64 = 0
-    /// Answers from the commit queue, waiting for this loop's thread.
-    typealias InboxAnswer = (fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)
-    private let inbox = Locked<[InboxAnswer]>([])
-    /// The inbox's other array: swapped in when the loop takes the answers,
-    /// so neither is allocated again each turn. The loop's thread only.
-    @exclusivity(unchecked) private var spareInbox: [InboxAnswer] = []
+    var acceptPausedUntil: UInt64 = 0
+    private var housekeeping = LoopHousekeeping()
+    /// Answers from the workers, waiting for this loop's thread.
+    let inbox: CommitInbox
     /// Counts `deliverAnswers` turns (see `Connection.answerTurn`).
     @exclusivity(unchecked) private var answerTurn: UInt64 = 0
-    static let retainedInboxCapacity = 4096
 
-    init(index: Int, listener: Socket, service: CatalogService, commits: CommitQueue, config: ServerConfig,
+    init(index: Int, listener: Socket, service: CatalogService, workers: Workers, config: ServerConfig,
          logger: Logger, admission: ConnectionAdmission, unfinished: UnfinishedFrames, handoff: ConnectionHandoff,
          watches: WatchHub, counters: DaemonCounters, stopping: @escaping @Sendable () -> Bool) throws(Errno) {
         self.index = index
         self.listener = listener
         self.service = service
-        self.commits = commits
+        self.workers = workers
         self.config = config
         self.logger = logger
         self.admission = admission
@@ -80,7 +73,9 @@ final class EventLoop: @unchecked Sendable {
         self.counters = counters
         self.stopping = stopping
         epoll = try Epoll()
-        wakeup = try EventFD()
+        let wakeup = try EventFD()
+        self.wakeup = wakeup
+        inbox = CommitInbox(wake: { wakeup.signal() })
         readBuffer = .allocate(byteCount: Self.readChunk, alignment: 16)
         try epoll.add(wakeup.descriptor, events: .readable, token: Self.wakeToken)
         try startListening()
@@ -91,31 +86,23 @@ final class EventLoop: @unchecked Sendable {
     /// Wakes the loop from another thread (to notice shutdown or answers).
     func wake() { wakeup.signal() }
 
-    private func startListening() throws(Errno) {
+    func startListening() throws(Errno) {
         guard !listening else { return }
         // EPOLLEXCLUSIVE: one loop wakes per incoming connection, not all.
         try epoll.add(listener.descriptor, events: [.readable, .exclusive], token: Self.listenerToken)
         listening = true
     }
 
-    private func stopListening() {
+    func stopListening() {
         guard listening else { return }
         epoll.remove(listener.descriptor)
         listening = false
     }
 
-    /// What every connection of this daemon may hold and wait for.
-    private var connectionLimits: ConnectionStateMachine.Limits {
-        ConnectionStateMachine.Limits(
-            maximumFrameBytes: config.maximumFrameBytes, maximumPendingOutputBytes: config.maximumPendingOutputBytes,
-            watchOutputLimit: Self.watchOutputLimit,
-            slowReaderTimeout: UInt64(config.slowReaderTimeoutSeconds * 1e9),
-            idleTimeout: UInt64(config.idleTimeoutSeconds * 1e9),
-            frameReadTimeout: UInt64(config.frameReadTimeoutSeconds * 1e9))
-    }
-
-    private var handler: RequestHandler {
-        RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt, maximumAnswerBytes: config.maximumFrameBytes)
+    /// The dispatcher over the catalog as it is now.
+    private var dispatcher: Dispatcher {
+        Dispatcher(handler: RequestHandler(catalog: service.current, startedAtNanoseconds: service.startedAt,
+                                           maximumAnswerBytes: config.maximumFrameBytes))
     }
 
     private let turnCount = Atomic<UInt64>(0)
@@ -153,9 +140,9 @@ final class EventLoop: @unchecked Sendable {
                     // Between events, so no connection is closed while in use.
                     if budgetCheckDue { enforceBudget() }
                 }
-                if watchFramesUncounted > 0 {
-                    counters.watchFrames.add(watchFramesUncounted, ordering: .relaxed)
-                    watchFramesUncounted = 0
+                if fanOut.framesUncounted > 0 {
+                    counters.watchFrames.add(fanOut.framesUncounted, ordering: .relaxed)
+                    fanOut.framesUncounted = 0
                 }
             } catch {
                 logger.error("loop \(index): epoll_wait failed: \(error)")
@@ -164,71 +151,6 @@ final class EventLoop: @unchecked Sendable {
             sweepIfDue()
         }
         drainAndClose()
-    }
-
-    // MARK: Accepting
-
-    private func acceptAll() {
-        // Bounded, so one loop does not spend a whole burst accepting; the
-        // connections go round robin to every loop (ConnectionHandoff).
-        for _ in 0..<64 {
-            let accepted: Socket?
-            do {
-                accepted = try listener.accept()
-            } catch {
-                if error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
-                    // Out of descriptors: stop polling the listener for a
-                    // moment, or level-triggered epoll would spin on it.
-                    logger.warning("loop \(index): cannot accept: \(error); pausing accepts for 100 ms")
-                    stopListening()
-                    acceptPausedUntil = monotonicNanoseconds() + 100_000_000
-                } else {
-                    logger.warning("loop \(index): accept failed: \(error)")
-                }
-                return
-            }
-            guard let socket = accepted else { return }
-            let peer = try? socket.peerCredentials()
-            if let refusal = admission.admit(peer) {
-                refuse(socket, refusal)
-                continue
-            }
-            let owner = handoff.nextLoop()
-            if owner != index {
-                handoff.give(socket, peer, to: owner)
-                continue
-            }
-            adopt(socket, peer)
-        }
-    }
-
-    /// Starts serving an accepted connection on this loop.
-    private func adopt(_ socket: Socket, _ peer: PeerCredentials?) {
-        let serial = counters.nextConnectionID.add(1, ordering: .relaxed).newValue
-        counters.connectionsAccepted.add(1, ordering: .relaxed)
-        let connection = Connection(socket: socket, peer: peer, serial: serial,
-                                    limits: connectionLimits, now: monotonicNanoseconds())
-        do {
-            try epoll.add(socket.descriptor, events: [.readable, .readHangup], token: UInt64(socket.descriptor))
-        } catch {
-            logger.warning("loop \(index): cannot watch a new connection: \(error)")
-            admission.release(peer)
-            socket.close()
-            return
-        }
-        connections[socket.descriptor] = connection
-        logger.debug("loop \(index): connection #\(serial) from pid \(connection.peer?.pid ?? -1) uid \(connection.peer?.uid ?? 0)")
-    }
-
-    /// Over a limit (`PeerConnectionLimits`): one frame with its status
-    /// (if the socket takes it at once), then close.
-    private func refuse(_ socket: Socket, _ status: Status) {
-        var frame: [UInt8] = []
-        ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
-        _ = frame.withUnsafeBytes { try? socket.write($0) }
-        socket.close()
-        guard let skipped = admission.refusalLogLine(now: monotonicNanoseconds()) else { return }
-        logger.warning("loop \(index): refused a connection: \(status.message)\(skipped > 0 ? " (\(skipped) more refused since the last such line)" : "")")
     }
 
     // MARK: Reading and answering
@@ -250,7 +172,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Reads until the socket is drained, answering every complete frame.
     private func readAndAnswer(_ connection: Connection) {
-        let handler = self.handler
+        let dispatcher = self.dispatcher
         let socket = connection.socket
         while true {
             let outcome: IOResult
@@ -266,7 +188,7 @@ final class EventLoop: @unchecked Sendable {
                 connection.machine.peerClosed()
                 return
             }
-            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), handler)
+            answerFrames(connection, UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]), dispatcher)
             deliver(connection)
             // Over the unfinished-frame budget: stop reading here, so it is
             // enforced before this connection grows by another read (epoll
@@ -281,12 +203,12 @@ final class EventLoop: @unchecked Sendable {
     /// Hands `bytes` (just read; empty after a resume) to the connection's
     /// machine, which answers what may be answered now into `output`, and
     /// brings the frame budget up to date.
-    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ handler: RequestHandler) {
+    private func answerFrames(_ connection: Connection, _ bytes: UnsafeRawBufferPointer, _ dispatcher: Dispatcher) {
         // A local buffer: appending to a property of this class through
         // `inout` costs a dynamic exclusivity check per answer.
         var out: [UInt8] = []
         swap(&out, &output)
-        var responder = LoopResponder(loop: self, connection: connection, handler: handler)
+        var responder = LoopResponder(loop: self, connection: connection, dispatcher: dispatcher)
         let failure = connection.machine.bytesArrived(bytes, now: monotonicNanoseconds(), into: &out, &responder)
         swap(&out, &output)
         if connection.machine.decoder.storageByteCount != connection.accountedFrameBytes { account(connection) }
@@ -316,16 +238,8 @@ final class EventLoop: @unchecked Sendable {
     private func enforceBudget() {
         budgetCheckDue = false
         while unfinished.bytes > unfinished.limit {
-            // Among equal holdings, the frame that began first: a client that
-            // stopped sending, rather than one whose frame is still streaming in.
-            var largest: Connection?
-            for c in connections.values where c.accountedFrameBytes > 0 {
-                guard let l = largest else { largest = c; continue }
-                if c.accountedFrameBytes > l.accountedFrameBytes
-                    || c.accountedFrameBytes == l.accountedFrameBytes && c.machine.unfinishedSince < l.machine.unfinishedSince {
-                    largest = c
-                }
-            }
+            let largest = LoopHousekeeping.largestHolder(connections.values, bytes: \.accountedFrameBytes,
+                                                         since: \.machine.unfinishedSince)
             let size = largest?.accountedFrameBytes ?? 0
             publishedLargestHolding = size
             unfinished.publish(largest: size, loop: index)
@@ -336,9 +250,8 @@ final class EventLoop: @unchecked Sendable {
             guard let largest else { return }
             let announced = largest.machine.decoder.announcedBodyLength
             logger.info("loop \(index): \(unfinished.bytes) bytes are held in unfinished frames (maximum \(unfinished.limit)); closing connection #\(largest.serial), the largest holder (\(size) bytes)")
-            cutOff(largest, reason: "unfinished-frame budget", status: Status(
-                .resourceExhausted,
-                "groserd holds more than its maximum of \(unfinished.limit) bytes in frames still arriving, and this connection's\(announced.map { " frame of \($0) bytes" } ?? " unfinished frame") is the largest; the connection will be closed."))
+            cutOff(largest, reason: "unfinished-frame budget",
+                   status: LoopHousekeeping.budgetRefusal(limit: unfinished.limit, announced: announced))
         }
     }
 
@@ -354,95 +267,6 @@ final class EventLoop: @unchecked Sendable {
         finishIO(connection)
     }
 
-    /// The loop's side of a connection's frames: the request handler, the
-    /// commit queue, the watch code and the stats. The machine decides when
-    /// and in which order; this answers.
-    struct LoopResponder: FrameResponder {
-        // Both outlive every call: the loop owns the connection while it serves it.
-        unowned(unsafe) let loop: EventLoop
-        unowned(unsafe) let connection: Connection
-        let handler: RequestHandler
-
-        /// The common methods are read without protobuf-c, whose unpack
-        /// allocates every message and string; anything else goes through it.
-        @inline(__always)
-        mutating func answer(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64,
-                             into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
-            let start = out.count
-            let handled: RequestHandler.Handled
-            let method: MethodField?
-            if let request = Request.decodeCommonMethod(body) {
-                method = request.method.field
-                handled = handler.respond(to: request, receivedAt: receivedAt, into: &out)
-            } else {
-                method = Request.methodField(of: body)
-                handled = handler.respond(toFrame: body, receivedAt: receivedAt, peerIsOperator: isOperator, into: &out)
-            }
-            var answered = ConnectionStateMachine.Answered.answered
-            switch handled {
-            case .answered: break
-            case .deferred(let request):
-                if loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &out) { answered = .awaiting }
-            case .local(let request): loop.answerLocal(request, connection, into: &out)
-            }
-            if out.count > start {
-                out.withUnsafeBytes { loop.record(connection, method, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
-            }
-            return answered
-        }
-
-        mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
-            var frame: [UInt8] = []
-            guard let request = Request.decodeCommonMethod(body)
-                    ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame) }
-            // Held answers are made by `RequestHandler.respond` when their
-            // turn comes, which refuses id 0; only a cart request is submitted now.
-            guard CommerceService.handles(request.method) && request.id != 0 else { return .later(request, receivedAt: receivedAt) }
-            return loop.submit(request, connection, slot: slot, receivedAt: receivedAt, orAnswerInto: &frame) ? .awaiting : .ready(frame)
-        }
-
-        /// Asked only for a frame naming an operators' method.
-        func isOperator() -> Bool { connection.isOperator(by: loop.admission.isOperator) }
-
-        mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {
-            let start = out.count
-            if case .local(let request) = handler.respond(to: request, receivedAt: receivedAt, into: &out) {
-                loop.answerLocal(request, connection, into: &out)
-            }
-            out.withUnsafeBytes { loop.record(connection, request.method.field, UnsafeRawBufferPointer(rebasing: $0[start...]), receivedAt: receivedAt) }
-        }
-    }
-
-    /// Sends a request to the commit queue; its answer returns through the
-    /// inbox for `slot`. Returns false, with UNAVAILABLE in `out`, when the
-    /// queue takes no more (groserd is stopping).
-    fileprivate func submit(_ request: consuming Request, _ connection: Connection, slot: UInt64, receivedAt: UInt64,
-                            orAnswerInto out: inout [UInt8]) -> Bool {
-        let fd = connection.socket.descriptor
-        let serial = connection.serial
-        let method = request.method.field
-        let id = request.id
-        let reply: @Sendable ([UInt8]) -> Void = { [self] frame in
-            // One wakeup per batch of answers, not per answer (a write
-            // syscall each): the loop takes the whole inbox when it wakes,
-            // so only the answer that finds it empty needs to wake it.
-            let first = inbox.withLock { inbox in
-                inbox.append((fd, serial, slot, frame, method, receivedAt))
-                return inbox.count == 1
-            }
-            if first { wakeup.signal() }
-        }
-        // The request and the job are moved, not copied (a copy of the
-        // job, its request's strings, showed in the profile).
-        let job = CommerceJob(request: request, caller: Caller(uid: connection.peer?.uid, gid: connection.peer?.gid),
-                              receivedAt: receivedAt, reply: reply, connection: connection.token)
-        guard commits.submit(consume job, sessionKeys: &connection.sessionKeys) else {
-            ResponseFrameWriter.appendStatus(id: id, status: Status(.unavailable, "groserd is shutting down."), to: &out)
-            return false
-        }
-        return true
-    }
-
     /// Moves answers from the commit queue to their connections. A shard
     /// answers a batch's requests in order, so one connection's answers
     /// usually come in a run: each run goes through the loop's `output`
@@ -450,11 +274,7 @@ final class EventLoop: @unchecked Sendable {
     /// rather than into a buffer of the connection's own, allocated again
     /// after every write that emptied it.
     private func deliverAnswers() {
-        // Moved out of `spareInbox` (not copied: a shared buffer would be
-        // copied by the first shard to append to the inbox).
-        var answers: [InboxAnswer] = []
-        swap(&answers, &spareInbox)
-        inbox.withLock { swap(&$0, &answers) }
+        let answers = inbox.take()
         guard !answers.isEmpty else { return }
         answerTurn &+= 1
         var touched: [Connection] = []
@@ -477,16 +297,14 @@ final class EventLoop: @unchecked Sendable {
             let c = run!
             var out: [UInt8] = []
             swap(&out, &output)
-            var responder = LoopResponder(loop: self, connection: c, handler: handler)
+            var responder = LoopResponder(loop: self, connection: c, dispatcher: dispatcher)
             c.machine.answerArrived(slot: a.slot, frame: a.frame, into: &out, &responder)
             swap(&out, &output)
             a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
         }
         if let c = run { deliver(c) }
         for c in touched { finishIO(c) }
-        // The array goes back for the next turn, its room kept (bounded).
-        answers.removeAll(keepingCapacity: answers.capacity <= Self.retainedInboxCapacity)
-        spareInbox = answers
+        inbox.recycle(answers)
     }
 
     /// Writes the answers in `output` to the connection, or queues them
@@ -495,7 +313,7 @@ final class EventLoop: @unchecked Sendable {
     private func deliver(_ connection: Connection) {
         guard !output.isEmpty else { return }
         defer {
-            output.removeAll(keepingCapacity: output.capacity <= Self.retainedOutputCapacity)
+            output.removeAll(keepingCapacity: output.capacity <= LoopHousekeeping.retainedOutputCapacity)
         }
         guard connection.machine.mayWriteDirectly else {
             connection.machine.keep(&output, written: 0, now: monotonicNanoseconds())
@@ -527,7 +345,7 @@ final class EventLoop: @unchecked Sendable {
         // once, no event would come to resume it.
         while !stopping() && connection.machine.resume(now: monotonicNanoseconds()) {
             let buffered = connection.machine.decoder.bufferedByteCount
-            answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), handler)
+            answerFrames(connection, UnsafeRawBufferPointer(start: nil, count: 0), dispatcher)
             deliver(connection)
             guard connection.flush(now: monotonicNanoseconds()) else { return close(connection, reason: "write failed") }
             // Only an unfinished frame left: wait for more bytes.
@@ -550,11 +368,7 @@ final class EventLoop: @unchecked Sendable {
         logger.debug("loop \(index): connection #\(connection.serial) \(reason())")
         epoll.remove(fd)
         connections[fd] = nil
-        if !connection.watchers.isEmpty {
-            watching[fd] = nil
-            counters.watchers.subtract(connection.watchers.count, ordering: .relaxed)
-            connection.watchers = []
-        }
+        fanOut.closed(connection, counters: counters)
         connection.token.close()
         connection.socket.close()
         admission.release(connection.peer)
@@ -569,7 +383,7 @@ final class EventLoop: @unchecked Sendable {
     /// Counts one answer (the frame just written; of a CancelWatch's two,
     /// its own answer, the last) for Stats, and logs it at debug level.
     @inline(__always)
-    fileprivate func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
+    func record(_ connection: Connection, _ method: MethodField?, _ frame: UnsafeRawBufferPointer, receivedAt: UInt64) {
         let (id, status) = method == .cancelWatch
             ? ResponseFramePeek.lastIDAndStatus(frame) : ResponseFramePeek.idAndStatus(frame)
         let elapsed = monotonicNanoseconds() &- receivedAt
@@ -579,131 +393,28 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func daemonStats() -> ServerStats {
-        let catalog = service.current
-        let tally = counters.requests()
-        var s = ServerStats()
-        s.serverVersion = ProtocolInfo.serverVersion
-        s.uptimeMilliseconds = (monotonicNanoseconds() &- service.startedAt) / 1_000_000
-        s.connections = UInt64(max(0, admission.openConnections))
-        s.connectionsAccepted = UInt64(counters.connectionsAccepted.load(ordering: .relaxed))
-        admission.report(into: &s)
-        s.connectionsClosedIdle = UInt64(counters.connectionsClosedIdle.load(ordering: .relaxed))
-        s.watchers = UInt64(max(0, counters.watchers.load(ordering: .relaxed)))
-        s.watchFrames = UInt64(counters.watchFrames.load(ordering: .relaxed))
-        s.watchCoalesced = UInt64(counters.watchCoalesced.load(ordering: .relaxed))
-        s.watchersCutOff = UInt64(counters.watchersCutOff.load(ordering: .relaxed))
-        s.slowReadersCutOff = UInt64(counters.slowReadersCutOff.load(ordering: .relaxed))
-        s.methods = tally.methods
-        s.errors = tally.errorCounts
-        s.catalogVersion = catalog.version
-        s.catalogStores = UInt64(catalog.stores.count)
-        s.catalogProducts = UInt64(catalog.stores.values.reduce(0) { $0 + $1.productCount })
-        if let durability = counters.durability {
-            let h = durability.histogram
-            s.commitBatches = h.totalCount
-            s.fsync = LatencySummary(h)
-        }
-        let store = counters.store.report
-        s.store = store.store
-        s.storeState = store.state
-        if counters.store.kind == .postgresql { s.storeRoundTrip = LatencySummary(store.roundTrips) }
-        s.storeConflicts = store.conflicts
-        s.storeReconnects = store.reconnects
-        s.residentBytes = UInt64(ProcessInfo.residentKilobytes() ?? 0) * 1024
-        s.searchIndexBytes = UInt64(catalog.stores.values.reduce(0) { $0 + $1.searchBytes })
-        return s
-    }
-
     // MARK: Watches
-
-    /// A connection with this much output not yet taken gets no more watch
-    /// frames: its changes wait, merged, until the output drains.
-    static let watchOutputLimit = 64 * 1024
-
-    /// Answers Watch, CancelWatch and Stats, in the connection's answer order.
-    fileprivate func answerLocal(_ request: Request, _ connection: Connection, into out: inout [UInt8]) {
-        switch request.method {
-        case .watch(let selector, let since):
-            if WatchRequests.start(id: request.id, selector: selector, since: since, catalog: service.current, hub: watches,
-                                   watchers: &connection.watchers, into: &out) {
-                watching[connection.socket.descriptor] = connection
-                counters.watchers.add(1, ordering: .relaxed)
-                counters.watchFrames.add(1, ordering: .relaxed)
-            }
-        case .cancelWatch(let watchID):
-            var end: [UInt8] = []
-            var answer: [UInt8] = []
-            guard let removed = WatchRequests.cancel(id: request.id, watchID: watchID, watchers: &connection.watchers,
-                                                     streamEnd: &end, into: &answer) else {
-                out.append(contentsOf: answer)
-                return
-            }
-            if removed.hasPending { connection.machine.watchFrameDropped() }
-            counters.watchers.subtract(1, ordering: .relaxed)
-            if connection.watchers.isEmpty { watching[connection.socket.descriptor] = nil }
-            // The stream's last frame, then the CancelWatch answer.
-            out.append(contentsOf: end)
-            out.append(contentsOf: answer)
-        case .stats:
-            ResponseFrameWriter.appendOK(id: request.id, field: .stats, body: BodyEncoder.stats(daemonStats()), to: &out)
-        default:
-            ResponseFrameWriter.appendStatus(id: request.id, status: Status(.internal, "groserd routed a request to the wrong place."),
-                                             to: &out)
-        }
-    }
 
     /// Hands the catalog changes waiting for this loop to its watchers, and
     /// sends the frames their connections can take now.
     private func deliverChanges() {
         let (records, overflowed) = watches.take(for: index)
-        guard (!records.isEmpty || overflowed), !watching.isEmpty else { return }
-        var coalesced = 0
-        let catalog = overflowed ? service.current : nil
-        for connection in watching.values {
-            for i in connection.watchers.indices {
-                let had = connection.watchers[i].hasPending
-                if let catalog {
-                    let store = catalog.stores[connection.watchers[i].storeUID]
-                    connection.watchers[i].mustReload(version: store?.version ?? catalog.version, catalogVersion: catalog.version)
-                }
-                for r in records where r.storeUID == connection.watchers[i].storeUID {
-                    if connection.watchers[i].take(r) { coalesced += 1 }
-                }
-                if !had && connection.watchers[i].hasPending { connection.machine.watchFrameWaiting() }
-            }
-            if connection.machine.watchesPending > 0 { finishIO(connection) }
-        }
+        guard (!records.isEmpty || overflowed), !fanOut.watching.isEmpty else { return }
+        let coalesced = WatchFanOut.deliver(records, reload: overflowed ? service.current : nil, to: fanOut.watching,
+                                            send: finishIO)
         if coalesced > 0 { counters.watchCoalesced.add(coalesced, ordering: .relaxed) }
     }
 
-    /// Appends the connection's waiting watch frames to its output, when no
-    /// answer is owed before them and its output is not backed up.
+    /// Sends the connection's waiting watch frames, when no answer is owed
+    /// before them and its output is not backed up: through the loop's own
+    /// buffer straight to the socket when it may write directly (what it
+    /// does not take stays with the connection), rather than through a
+    /// buffer of the connection's, allocated and freed for every frame.
     private func emitWatchFrames(_ connection: Connection) {
-        var sent = 0
-        let emit = { (output: inout [UInt8]) in
-            for i in connection.watchers.indices where connection.watchers[i].hasPending {
-                connection.watchers[i].emit(into: &output)
-                sent += 1
-            }
-        }
-        if connection.machine.mayWriteDirectly {
-            // Nothing owed before them: through the loop's own buffer straight
-            // to the socket (what it does not take stays with the connection),
-            // rather than into a buffer of the connection's, allocated and
-            // freed for every frame of a fan-out.
-            connection.machine.pushWatchFrames(into: &output, emit)
-            deliver(connection)
-        } else {
-            connection.machine.pushWatchFrames(emit)
-        }
-        // Counted once a turn: one shared atomic per frame bounced its cache
-        // line between the two loops 1,000 times a fan-out.
-        watchFramesUncounted += sent
+        let direct = connection.machine.mayWriteDirectly
+        fanOut.push(connection, direct: &output)
+        if direct { deliver(connection) }
     }
-
-    /// Watch frames sent since the loop last added them to the counters.
-    private var watchFramesUncounted = 0
 
     // MARK: Timeouts
 
@@ -713,19 +424,15 @@ final class EventLoop: @unchecked Sendable {
     /// missed.
     private func sweepIfDue() {
         let now = monotonicNanoseconds()
-        guard now &- lastSweep >= 1_000_000_000 else { return }
-        lastSweep = now
+        guard housekeeping.sweepDue(now: now) else { return }
         for connection in Array(connections.values) {
             switch connection.machine.timeout(now: now, watching: !connection.watchers.isEmpty) {
             case nil: break
             case .frameNotFinished(let buffered, let announced):
-                let timeout = config.frameReadTimeoutSeconds
-                let seconds = timeout == timeout.rounded() ? "\(Int(timeout)) s" : "\(timeout) s"
+                let (seconds, status) = LoopHousekeeping.frameTimeout(buffered: buffered, announced: announced,
+                                                                      timeoutSeconds: config.frameReadTimeoutSeconds)
                 logger.info("loop \(index): connection #\(connection.serial) sent \(buffered) bytes of a frame and not the rest within \(seconds); closing it")
-                let what = announced.map { "The frame of \($0) bytes" } ?? "The frame's header"
-                cutOff(connection, reason: "frame read timeout", status: Status(
-                    .resourceExhausted,
-                    "\(what) did not arrive within \(seconds) of its first byte (\(buffered) bytes came); the connection will be closed."))
+                cutOff(connection, reason: "frame read timeout", status: status)
             case .notReading(let pending):
                 logger.info("loop \(index): connection #\(connection.serial) read none of its \(pending) pending answer bytes for \(Int(config.slowReaderTimeoutSeconds)) s; closing it")
                 counters.slowReadersCutOff.add(1, ordering: .relaxed)
@@ -737,18 +444,8 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         if unfinished.bytes > unfinished.limit { enforceBudget() }
-        // The answer buffer keeps its room between reads (up to 4 MiB), but
-        // not for good: once a second a large one goes, so that a burst of
-        // large answers does not stay resident (it is grown again when needed).
-        if output.isEmpty && output.capacity > Self.idleOutputCapacity { output = [] }
-        // Owed output lives in heap chunks (OutputChunks); after a burst of
-        // it (clients that read slowly, or large answers) the heap keeps the
-        // chunks' pages unless they are given back.
-        Allocator.returnFreeMemory(ifMoreThan: Self.freeHeapBytesKept)
+        LoopHousekeeping.trim(&output)
     }
-
-    /// Freed heap memory kept before the sweep gives it back to the kernel.
-    static let freeHeapBytesKept = 1 << 20
 
     // MARK: Shutdown
 

@@ -1,8 +1,9 @@
 import GroserSystem
 import GroserWire
 
-/// Turns request frames into response frames: a function of (request,
-/// state) with no I/O, so tests call it directly and the socket layer only
+/// The catalog reader: answers the catalog's read methods from the
+/// encoded catalog, a function of (request, state) with no I/O, so tests
+/// call it directly (through the `Dispatcher`) and the socket layer only
 /// moves bytes.
 public struct RequestHandler: Sendable {
     let catalog: EncodedCatalog
@@ -15,27 +16,6 @@ public struct RequestHandler: Sendable {
         self.catalog = catalog
         self.startedAtNanoseconds = startedAtNanoseconds
         self.maximumAnswerBytes = maximumAnswerBytes
-    }
-
-    /// What became of a request.
-    public enum Handled: Sendable {
-        /// A response frame was appended.
-        case answered
-        /// The request needs the store: it goes to the commit queue, and its
-        /// response comes later.
-        case deferred(Request)
-        /// The request is about the connection itself (Watch, CancelWatch)
-        /// or the whole daemon (Stats): its event loop answers it.
-        case local(Request)
-    }
-
-    /// Answers one frame body, appending one whole response frame to `out`,
-    /// or hands it back as deferred. `peerIsOperator` says whether the peer
-    /// may call the operators' methods (asked only for a frame naming one).
-    public func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, peerIsOperator: () -> Bool,
-                        into out: inout [UInt8]) -> Handled {
-        guard let request = Self.decode(frame: body, peerIsOperator: peerIsOperator, into: &out) else { return .answered }
-        return respond(to: request, receivedAt: receivedAt, into: &out)
     }
 
     /// The request in a frame's body, or nil with its refusal appended to
@@ -68,46 +48,10 @@ public struct RequestHandler: Sendable {
         }
     }
 
-    /// True when the request has id 0, which clients may not use: it marks
-    /// frames the server sends unasked, and an answer with id 0 could not be
-    /// told from one. Then its refusal is appended (with id 0: the client
-    /// sent no other).
-    public static func refusedForReservedID(_ request: Request, into out: inout [UInt8]) -> Bool {
-        guard request.id == 0 else { return false }
-        ResponseFrameWriter.appendStatus(
-            id: 0, status: Status(.invalidArgument, "Request ids start at 1; id 0 is reserved for frames the server sends unasked."),
-            to: &out)
-        return true
-    }
-
-    /// Methods the event loop answers itself.
-    static func answeredByLoop(_ method: RequestMethod) -> Bool {
-        method.field?.info.executor == .eventLoop
-    }
-
-    /// True when a request's deadline passed; then its answer is appended.
-    public static func expired(_ request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Bool {
-        guard request.deadlineMilliseconds != 0 else { return false }
-        let elapsed = monotonicNanoseconds() &- receivedAt
-        guard elapsed > UInt64(request.deadlineMilliseconds) * 1_000_000 else { return false }
-        ResponseFrameWriter.appendStatus(
-            id: request.id,
-            status: Status(.deadlineExceeded, "The request's deadline of \(request.deadlineMilliseconds) ms passed before it was served."),
-            to: &out)
-        return true
-    }
-
-    /// Answers one decoded request, or hands it back as deferred.
-    public func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
-        if Self.refusedForReservedID(request, into: &out) { return .answered }
-        if Self.expired(request, receivedAt: receivedAt, into: &out) { return .answered }
-        if CommerceService.handles(request.method) { return .deferred(request) }
-        if Self.answeredByLoop(request.method) { return .local(request) }
-        answerCatalog(request, into: &out)
-        return .answered
-    }
-
-    private func answerCatalog(_ request: Request, into out: inout [UInt8]) {
+    /// Answers a catalog read (the registry's `catalogReader` methods), or
+    /// UNIMPLEMENTED for a method this server does not know. The
+    /// `Dispatcher` calls it once the request's id and deadline passed.
+    func answerCatalog(_ request: Request, into out: inout [UInt8]) {
         switch request.method {
         case .serverInfo:
             let uptime = (monotonicNanoseconds() &- startedAtNanoseconds) / 1_000_000

@@ -20,13 +20,13 @@ public final class Server: Sendable {
 
     public let config: ServerConfig
     public let service: CatalogService
-    private let commits: CommitQueue
+    private let workers: Workers
     private let logger: Logger
     private let state = Locked<State>(.notStarted)
     private let stopRequested = Atomic<Bool>(false)
     /// Open connections, per peer uid and in all.
     private let admission: ConnectionAdmission
-    private let customers: CustomerService?
+    private let customers: CustomerService
     /// With a shared PostgreSQL store: follows other hosts' catalog changes.
     private let follower: CatalogFollower?
     /// What Stats says of the store: its kind, state, round trips, conflicts and reconnects.
@@ -40,7 +40,7 @@ public final class Server: Sendable {
     ///   - storeHealth: the one the stores and shards were given (by default
     ///     a new one: "postgresql" with `config.postgres`, else "sqlite").
     public init(config: ServerConfig, service: CatalogService, commerceStore: any CommerceStore,
-                catalogStore: (any CatalogImporting)? = nil, customers: CustomerService? = nil,
+                catalogStore: any CatalogImporting, customers: CustomerService,
                 storeHealth: StoreHealth? = nil, logger: Logger) {
         self.config = config
         self.service = service
@@ -51,10 +51,11 @@ public final class Server: Sendable {
         follower = config.postgres.map { CatalogFollower(conninfo: $0, catalog: service, logger: logger, health: health) }
         let rules = CommerceService(adminUIDs: [ProcessInfo.userID], adminGroup: config.adminGroup,
                                     imageBaseURL: config.imageBaseURL)
-        let imports = catalogStore.map { ImportService(store: $0, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger) }
+        let imports = ImportService(store: catalogStore, catalog: service, isOperator: { rules.isOperator($0) }, logger: logger)
         admission = ConnectionAdmission(limits: PeerConnectionLimits(config), isOperator: { rules.isOperator($0) })
-        commits = CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger, imports: imports,
-                              customers: customers)
+        workers = Workers(customers: customers,
+                          commits: CommitQueue(store: commerceStore, service: rules, catalog: service, logger: logger),
+                          imports: imports)
     }
 
     /// Binds the socket and starts the event loops.
@@ -63,7 +64,7 @@ public final class Server: Sendable {
         var loops: [EventLoop] = []
         var threads: [OSThread] = []
         do {
-            try commits.start()
+            try workers.start()
         } catch {
             listener.close()
             removeSocketFile()
@@ -73,10 +74,10 @@ public final class Server: Sendable {
         let handoff = ConnectionHandoff(loops: max(1, config.threads))
         let watches = WatchHub(catalog: service.current, loops: max(1, config.threads))
         service.subscribe({ change in watches.publish(change) }, announce: { watches.wakeLoops() })
-        let counters = DaemonCounters(loops: max(1, config.threads), durability: customers?.durability, store: storeHealth)
+        let counters = DaemonCounters(loops: max(1, config.threads), durability: customers.durability, store: storeHealth)
         do {
             for i in 0..<max(1, config.threads) {
-                loops.append(try EventLoop(index: i, listener: listener, service: service, commits: commits, config: config,
+                loops.append(try EventLoop(index: i, listener: listener, service: service, workers: workers, config: config,
                                            logger: logger, admission: admission, unfinished: unfinished, handoff: handoff,
                                            watches: watches, counters: counters,
                                            stopping: { [self] in self.stopRequested.load(ordering: .relaxed) }))
@@ -157,7 +158,7 @@ public final class Server: Sendable {
         for t in threads { t.join() }
         follower?.stop()
         // The loops waited for their answers; nothing more can be queued.
-        commits.stop()
+        workers.stop()
         state.withLock { $0 = .stopping }
         listener.close()
         removeSocketFile()

@@ -5,8 +5,9 @@ import GroserSystem
 import Glibc
 #endif
 
-// groserd: parse the command line, open storage, start the loops, and stop
-// gracefully on SIGTERM or SIGINT.
+// groserd: parse the command line, prepare the process (signals, socket
+// directory, memory, open files), then build and run the `Daemon`, which
+// stops gracefully on SIGTERM or SIGINT.
 
 // Before any thread starts, so that every thread inherits it: a SIGTERM at
 // any moment waits for the signal thread (TerminationSignals).
@@ -56,75 +57,16 @@ let openFiles = ResourceLimits.raiseOpenFiles(to: UInt64(config.maximumConnectio
 if openFiles < UInt64(config.maximumConnections) + 16 {
     logger.warning("the open-file limit is \(openFiles); fewer than --max-connections \(config.maximumConnections) connections will fit")
 }
-let server: Server
-let signals: TerminationSignals
+let daemon: Daemon
 do {
-    try Files.makeDirectories(config.dataDirectory, mode: 0o700)
-    // The data directory holds customers' orders: only groserd's user may
-    // list or enter it, whatever an older version or the umask left.
-    if try Files.mode(config.dataDirectory) & 0o077 != 0 {
-        logger.warning("narrowing the data directory \(config.dataDirectory) to mode 0700")
-        try Files.changeMode(config.dataDirectory, to: 0o700)
-    }
-    let options = CustomerService.Options(
-        directory: config.customerDirectory, shards: config.customerShards, segmentBytes: config.logSegmentBytes,
-        lifetimes: CustomerLifetimes(answers: config.idempotencyLifetimeSeconds, idleSessions: config.sessionIdleLifetimeSeconds),
-        limits: CartLimits(maximumQuantity: config.maximumQuantity),
-        loginThrottle: LoginThrottle.Limits(perAccount: config.loginFailuresPerAccount, perPeer: config.loginFailuresPerPeer,
-                                            registrationsPerMinute: config.registrationsPerPeer),
-        sessions: config.sessions)
-    let created: Server
-    if let conninfo = config.postgres {
-        // Several groserd share the database: catalog, carts and orders there.
-        let health = StoreHealth(.postgresql)
-        let store = try PostgresCatalogStore(conninfo: conninfo, seedSampleCatalog: config.seedSampleCatalog, health: health)
-        logger.info("data in PostgreSQL (\(PostgresCustomerStore.describe(conninfo)))")
-        let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-        let customers = try CustomerService(sharedStore: conninfo, options, catalog: service, orders: store,
-                                            products: { (uid) throws(StorageError) in try store.productFacts(uid) }, logger: logger,
-                                            health: health)
-        created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
-                         storeHealth: health, logger: logger)
-    } else {
-        let store = try SQLiteCatalogStore(directory: config.dataDirectory, seedSampleCatalog: config.seedSampleCatalog)
-        logger.info("data in \(store.path)")
-        let service = try CatalogService(store: store, imageBaseURL: config.imageBaseURL)
-        let customers = try CustomerService(options, catalog: service, orders: store, logger: logger)
-        created = Server(config: config, service: service, commerceStore: store, catalogStore: store, customers: customers,
-                         logger: logger)
-    }
-    signals = try TerminationSignals(stop: { [logger] name in
-        logger.info("received \(name)")
-        notifier.notify("STOPPING=1")
-        created.shutdown()
-    }, ignored: { [logger] name in
-        logger.info("received \(name); ignored (groserd logs to standard error and has no log file to reopen)")
-    })
-    try created.start()
-    server = created
-    let catalog = created.service.current
-    notifier.notify("READY=1\nMAINPID=\(ProcessInfo.processID)\nSTATUS=listening on \(created.listeningOn); catalog version \(catalog.version)")
-    if let interval = notifier.watchdogMicroseconds {
-        // Half the interval systemd asked for, and only while every event
-        // loop still goes round: a stuck loop lets systemd restart groserd.
-        let period = max(1, Int(interval / 2000))
-        _ = try? OSThread(name: "groserd-watchdog") {
-            while true {
-                OSThread.sleep(milliseconds: period)
-                if created.loopsAreTurning(waitMilliseconds: min(period, 1000)) {
-                    notifier.notify("WATCHDOG=1")
-                } else {
-                    logger.warning("an event loop did not turn within \(min(period, 1000)) ms; not telling the watchdog")
-                }
-            }
-        }
-    }
+    daemon = try Daemon(config: config, logger: logger)
+    try daemon.start(notifier: notifier)
 } catch {
     logger.error("cannot start: \(error)")
     exit(1)
 }
 
-server.waitUntilStopped()
+daemon.waitUntilStopped()
 exit(0)
 
 /// `groserd --repair`: cuts each shard's log at its first damaged record.

@@ -126,7 +126,7 @@ private final class Shop {
     func run(_ method: RequestMethod, as caller: Caller = Shop.customer,
              with service: CommerceService? = nil) throws -> (outcome: CommerceOutcome, catalogChanged: Bool) {
         let service = service ?? self.service
-        if CustomerService.handles(method) {
+        if let executor = method.field?.info.executor, executor == .customerShard || executor == .accountWorkers {
             let before = try store.catalogVersion()
             let outcome = customers.answerNow(Request(id: 1, method: method), caller: caller)
             return (outcome, try store.catalogVersion() != before)
@@ -667,9 +667,9 @@ struct CommerceServiceTests {
     func otherMethods() throws {
         let shop = try Shop()
         for method in [RequestMethod.serverInfo, .listCities, .unknown] {
-            #expect(!CommerceService.handles(method))
+            #expect(method.field?.info.isDeferred != true)
             expectRefused(try shop.run(method), .unimplemented)
         }
-        #expect(CommerceService.handles(.openSession) && CommerceService.handles(.setProduct(ProductUpdate(productUID: ""))))
+        #expect(RequestMethod.openSession.field?.info.isDeferred == true && RequestMethod.setProduct(ProductUpdate(productUID: "")).field?.info.isDeferred == true)
     }
 }

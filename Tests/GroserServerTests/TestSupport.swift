@@ -30,6 +30,54 @@ func responses(in out: [UInt8]) throws -> [Response] {
     return result
 }
 
+/// Executors that answer nothing: the dispatcher's sends are only recorded.
+final class RecordingExecutors: Executors {
+    private(set) var sent: [(executor: MethodInfo.Executor, request: Request)] = []
+    func answerOnLoop(_ request: Request, into out: inout [UInt8]) { sent.append((.eventLoop, request)) }
+    func runInShard(_ request: consuming Request, receivedAt: UInt64, slot: UInt64, into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+        record(.customerShard, request)
+    }
+    func runInAccountWorkers(_ request: consuming Request, receivedAt: UInt64, slot: UInt64, into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+        record(.accountWorkers, request)
+    }
+    func runInCommitQueue(_ request: consuming Request, receivedAt: UInt64, slot: UInt64, into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+        record(.commitQueue, request)
+    }
+    func runInImportThread(_ request: consuming Request, receivedAt: UInt64, slot: UInt64, into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
+        record(.importThread, request)
+    }
+    private func record(_ executor: MethodInfo.Executor, _ request: Request) -> ConnectionStateMachine.Answered {
+        sent.append((executor, request))
+        return .awaiting
+    }
+}
+
+/// What became of a request given to the dispatcher.
+enum Handled {
+    /// Answered into the buffer.
+    case answered
+    /// Sent to an executor other than the catalog reader.
+    case sent(MethodInfo.Executor)
+}
+
+extension RequestHandler {
+    /// Dispatches one frame body through a `Dispatcher` over this handler.
+    func respond(toFrame body: UnsafeRawBufferPointer, receivedAt: UInt64, peerIsOperator: () -> Bool,
+                 into out: inout [UInt8]) -> Handled {
+        let executors = RecordingExecutors()
+        _ = Dispatcher(handler: self).dispatch(frame: body, receivedAt: receivedAt, slot: 1, peerIsOperator: peerIsOperator,
+                                               to: executors, into: &out)
+        return executors.sent.first.map { .sent($0.executor) } ?? .answered
+    }
+
+    /// Dispatches one decoded request through a `Dispatcher` over this handler.
+    func respond(to request: Request, receivedAt: UInt64, into out: inout [UInt8]) -> Handled {
+        let executors = RecordingExecutors()
+        _ = Dispatcher(handler: self).dispatch(request, receivedAt: receivedAt, slot: 1, to: executors, into: &out)
+        return executors.sent.first.map { .sent($0.executor) } ?? .answered
+    }
+}
+
 /// The handler's only response to one frame body.
 func respond(toFrame body: [UInt8], handler: RequestHandler = RequestHandler(catalog: encodedSample, startedAtNanoseconds: monotonicNanoseconds()),
              receivedAt: UInt64 = monotonicNanoseconds(), peerIsOperator: Bool = true) throws -> Response {

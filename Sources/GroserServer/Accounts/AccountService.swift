@@ -135,12 +135,12 @@ final class AccountService: Sendable {
 
     /// The response frame for an admitted Register or Login (on a pool thread).
     private func frame(for admitted: Admitted) -> [UInt8] {
-        var expired: [UInt8] = []
-        if RequestHandler.expired(admitted.job.request, receivedAt: admitted.job.receivedAt, into: &expired) {
-            finish(admitted.ticket, .undecided)
-            return expired
-        }
         var out: [UInt8] = []
+        if let refusal = Dispatcher.deadlineRefusal(admitted.job.request, receivedAt: admitted.job.receivedAt) {
+            finish(admitted.ticket, .undecided)
+            ResponseFrameWriter.appendStatus(id: admitted.job.request.id, status: refusal, to: &out)
+            return out
+        }
         switch outcome(of: admitted) {
         case .ok(let field, let body): ResponseFrameWriter.appendOK(id: admitted.job.request.id, field: field, body: body, to: &out)
         case .failed(let status): ResponseFrameWriter.appendStatus(id: admitted.job.request.id, status: status, to: &out)

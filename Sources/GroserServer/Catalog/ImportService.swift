@@ -42,10 +42,6 @@ final class ImportService: Sendable {
         self.logger = logger
     }
 
-    static func handles(_ method: RequestMethod) -> Bool {
-        method.field?.info.executor == .importThread
-    }
-
     func start() throws(Errno) {
         thread.set(try OSThread(name: "groserd-import") { [self] in
             OSThread.runInBackground()
@@ -67,7 +63,8 @@ final class ImportService: Sendable {
             if batch.isEmpty { return }
             for job in batch where job.connection?.isClosed != true {
                 var frame: [UInt8] = []
-                if RequestHandler.expired(job.request, receivedAt: job.receivedAt, into: &frame) {
+                if let refusal = Dispatcher.deadlineRefusal(job.request, receivedAt: job.receivedAt) {
+                    ResponseFrameWriter.appendStatus(id: job.request.id, status: refusal, to: &frame)
                     job.reply(frame)
                     continue
                 }

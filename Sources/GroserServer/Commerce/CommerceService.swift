@@ -55,13 +55,6 @@ public struct CommerceService: Sendable {
         self.imageBaseURL = imageBaseURL
     }
 
-    /// True for the methods that need storage (they leave the event loop):
-    /// the customer shards' and the commit queue's.
-    public static func handles(_ method: RequestMethod) -> Bool {
-        method.field?.info.isDeferred == true
-    }
-
-
     /// Runs one request in its own savepoint: a refused request leaves no
     /// partial change behind, whatever else the transaction holds.
     /// `catalogChanged` is true when the catalog's version moved. Throws only

@@ -37,18 +37,11 @@ final class CommitQueue: Sendable {
     private let catalog: CatalogService
     private let logger: Logger
     private let thread = ThreadBox()
-    /// Where catalog imports and exports go instead (their own thread).
-    private let imports: ImportService?
-    /// Where sessions, carts, checkout and orders go (the customer shards).
-    private let customers: CustomerService?
 
     /// The most requests one transaction takes.
     static let batchLimit = 512
 
-    init(store: any CommerceStore, service: CommerceService, catalog: CatalogService, logger: Logger,
-         imports: ImportService? = nil, customers: CustomerService? = nil) {
-        self.imports = imports
-        self.customers = customers
+    init(store: any CommerceStore, service: CommerceService, catalog: CatalogService, logger: Logger) {
         self.store = store
         self.service = service
         self.catalog = catalog
@@ -57,36 +50,10 @@ final class CommitQueue: Sendable {
 
     func start() throws(Errno) {
         thread.set(try OSThread(name: "groserd-commit") { [self] in run() })
-        try imports?.start()
-        try customers?.start()
     }
 
-    /// Queues a job; false when the queue is stopping. Imports and exports
-    /// go to the import thread.
-    func submit(_ job: CommerceJob) -> Bool {
-        var keys = SessionKeyMemo()
-        return submit(job, sessionKeys: &keys)
-    }
-
-    /// Queues a job from a connection that keeps its last session token's
-    /// key in `sessionKeys`, so a token is hashed once, not per request.
-    func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
-        if CustomerService.handles(job.request.method) {
-            guard let customers else { return refuse(job, "This groserd keeps no carts.") }
-            return customers.submit(consume job, sessionKeys: &sessionKeys)
-        }
-        guard ImportService.handles(job.request.method) else { return queue.put(job) }
-        guard let imports else { return refuse(job, "This groserd's store does not take catalog imports.") }
-        return imports.submit(job)
-    }
-
-    /// Answers UNIMPLEMENTED at once: nobody here serves the method.
-    private func refuse(_ job: CommerceJob, _ message: String) -> Bool {
-        var frame: [UInt8] = []
-        ResponseFrameWriter.appendStatus(id: job.request.id, status: Status(.unimplemented, message), to: &frame)
-        job.reply(frame)
-        return true
-    }
+    /// Queues a job; false when the queue is stopping.
+    func submit(_ job: consuming CommerceJob) -> Bool { queue.put(job) }
 
     /// Stops the thread once the batch in progress is committed. Called after
     /// the event loops stopped: nobody waits for the jobs still queued, so
@@ -95,8 +62,6 @@ final class CommitQueue: Sendable {
         dropping.store(true, ordering: .releasing)
         queue.close()
         thread.join()
-        imports?.stop()
-        customers?.stop()
     }
 
     private let dropping = Atomic<Bool>(false)
@@ -128,9 +93,8 @@ final class CommitQueue: Sendable {
         do {
             try store.write { (tx) throws(StorageError) in
                 for (i, job) in batch.enumerated() {
-                    var expired: [UInt8] = []
-                    if RequestHandler.expired(job.request, receivedAt: job.receivedAt, into: &expired) {
-                        outcomes[i] = .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
+                    if let refusal = Dispatcher.deadlineRefusal(job.request, receivedAt: job.receivedAt, wording: .brief) {
+                        outcomes[i] = .failed(refusal)
                         continue
                     }
                     // Each request in its own savepoint: a refusal rolls back alone.

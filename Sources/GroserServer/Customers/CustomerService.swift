@@ -184,12 +184,6 @@ public final class CustomerService: Sendable {
         return n
     }
 
-    /// True for the methods the shards answer.
-    public static func handles(_ method: RequestMethod) -> Bool {
-        let executor = method.field?.info.executor
-        return executor == .customerShard || executor == .accountWorkers
-    }
-
     /// The session token a request carries, if any.
     static func sessionToken(_ method: RequestMethod) -> String? {
         switch method {
@@ -215,11 +209,10 @@ public final class CustomerService: Sendable {
         threads.withLock { $0 = started }
     }
 
-    /// Routes a request to its session's shard (OpenSession is answered
+    /// Sends a request to its session's shard (OpenSession is answered
     /// at once). False when the shards are stopping.
     /// `sessionKeys` is the sending connection's: its last token's key.
     func submit(_ job: consuming CommerceJob, sessionKeys: inout SessionKeyMemo) -> Bool {
-        if AccountService.handles(job.request.method) { return accounts.submit(job) }
         if case .openSession = job.request.method {
             opener.answer(job)
             return true

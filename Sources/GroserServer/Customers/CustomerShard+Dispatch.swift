@@ -19,9 +19,8 @@ extension CustomerShard {
                 return .failed(error.status)
             }
         }
-        var expired: [UInt8] = []
-        if RequestHandler.expired(j.pointee.job.request, receivedAt: j.pointee.job.receivedAt, into: &expired) {
-            return .failed(Status(.deadlineExceeded, "The request's deadline passed before it was served."))
+        if let refusal = Dispatcher.deadlineRefusal(j.pointee.job.request, receivedAt: j.pointee.job.receivedAt, wording: .brief) {
+            return .failed(refusal)
         }
         lookupFailure = nil
         do {

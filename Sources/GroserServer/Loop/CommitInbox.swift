@@ -1,0 +1,55 @@
+import GroserSystem
+import GroserWire
+
+/// Answers from the worker threads on their way back to one event loop: a
+/// locked array the workers append to, taken whole by the loop with its
+/// spare array swapped in (so neither is allocated again each turn), and
+/// one wakeup per batch of answers rather than one per answer.
+final class CommitInbox: @unchecked Sendable {
+    // @unchecked: `spare` is touched only by the loop's thread (`take`,
+    // `recycle`); the workers touch only `answers`, behind its lock.
+    /// One answer: where it goes (the connection's descriptor and serial,
+    /// its slot there) and what Stats counts of it.
+    typealias Answer = (fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)
+
+    private let answers = Locked<[Answer]>([])
+    /// The other array, swapped in when the loop takes the answers.
+    @exclusivity(unchecked) private var spare: [Answer] = []
+    private let wake: @Sendable () -> Void
+    /// The most room a taken array keeps for the next turn.
+    static let retainedCapacity = 4096
+
+    /// `wake` wakes the loop (an eventfd write); called from worker threads.
+    init(wake: @escaping @Sendable () -> Void) { self.wake = wake }
+
+    /// What a worker calls with a request's whole response frame.
+    func reply(fd: Int32, serial: UInt64, slot: UInt64, method: MethodField?, receivedAt: UInt64) -> @Sendable ([UInt8]) -> Void {
+        { [self] frame in
+            // The loop takes the whole inbox when it wakes, so only the
+            // answer that finds it empty needs to wake it.
+            let first = answers.withLock { answers in
+                answers.append((fd, serial, slot, frame, method, receivedAt))
+                return answers.count == 1
+            }
+            if first { wake() }
+        }
+    }
+
+    /// Every answer posted so far, in the order posted. The loop's thread only.
+    func take() -> [Answer] {
+        // Moved out of `spare` (not copied: a shared buffer would be copied
+        // by the first worker to append to the inbox).
+        var taken: [Answer] = []
+        swap(&taken, &spare)
+        answers.withLock { swap(&$0, &taken) }
+        return taken
+    }
+
+    /// Gives a taken array back for the next turn, its room kept (bounded).
+    /// The loop's thread only.
+    func recycle(_ taken: consuming [Answer]) {
+        var taken = taken
+        taken.removeAll(keepingCapacity: taken.capacity <= Self.retainedCapacity)
+        spare = taken
+    }
+}
