@@ -58,11 +58,11 @@ let package = Package(
         // did-you-mean, completion scripts, the manual and docs/CLI.md come.
         .target(name: "GroserCommandLine"),
         // groser-client's commands and output formats.
-        .target(name: "GroserCLI", dependencies: ["GroserClient", "GroserCommandLine"]),
+        .target(name: "GroserCLI", dependencies: ["GroserClient", "GroserCommandLine", "GroserSystem"]),
         // groser-bench's load generator: options, connections, histogram, report.
         .target(name: "GroserBench", dependencies: ["GroserWire", "GroserSystem", "GroserClient"]),
 
-        .executableTarget(name: "groserd", dependencies: ["GroserServer"]),
+        .executableTarget(name: "groserd", dependencies: ["GroserServer", "GroserStorage", "GroserSystem"]),
         .executableTarget(name: "groser-client", dependencies: ["GroserCLI"]),
         .executableTarget(name: "groser-bench", dependencies: ["GroserBench"]),
 
@@ -76,9 +76,9 @@ let package = Package(
 
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserCommandLineTests", dependencies: ["GroserCommandLine"]),
-        .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
+        .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage", "GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),
-        .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
+        .testTarget(name: "GroserServerTests", dependencies: ["GroserServer", "GroserStorage", "GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire", "GroserSystem"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem", "GroserStorage"]),
         // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).
