@@ -40,8 +40,9 @@ let package = Package(
         // Pure wire code: framing, status codes, the catalog model and its
         // protobuf-c conversion. The only module that touches protobuf-c memory.
         .target(name: "GroserWire", dependencies: ["CGroserProto", "CProtobufC"]),
-        // Every syscall: sockets, epoll, signals, errno.
-        .target(name: "GroserSystem", dependencies: ["CLinux"]),
+        // Every syscall: sockets, epoll, signals, errno; and the daemon's
+        // Logger (its JSON lines are quoted by GroserWire's JSONString).
+        .target(name: "GroserSystem", dependencies: ["CLinux", "GroserWire"]),
         // Storage behind the CatalogStore protocol; SQLite is the embedded store,
         // PostgreSQL (libpq) the shared one. Session tokens are kept as BLAKE2b
         // hashes (libsodium).
