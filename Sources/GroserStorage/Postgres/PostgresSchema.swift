@@ -123,10 +123,10 @@ func postgres<T>(_ body: () throws(PostgresError) -> T) throws(StorageError) -> 
 
 extension StorageError {
     /// PostgreSQL's error as a storage error; a connection failure is
-    /// `isUnavailable`, and says so first.
+    /// of kind `.unavailable`, and says so first.
     init(_ error: PostgresError) {
         if error.isConnectionFailure {
-            self.init("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
+            self.init("PostgreSQL is unavailable: \(error.message)", kind: .unavailable)
         } else {
             self.init("PostgreSQL: \(error)")
         }
