@@ -16,6 +16,18 @@ public protocol CatalogImporting: Sendable {
         throws(StorageError) -> (records: [CatalogRecord], next: ExportCursor?, version: UInt64)
 }
 
+/// Where an export page starts: indexes into the canonical order
+/// (docs/CATALOG.md §8) and the catalog version it was made at.
+public struct ExportCursor: Sendable, Hashable {
+    public var version: UInt64
+    /// Index of the next record among all the canonical records.
+    public var record: Int
+    public init(version: UInt64, record: Int) {
+        self.version = version
+        self.record = record
+    }
+}
+
 /// Why an import record was refused: its line and one readable sentence.
 public struct ImportProblem: Error, Sendable, CustomStringConvertible {
     public var line: UInt32
@@ -33,18 +45,6 @@ public struct ImportSummary: Sendable, Hashable {
     public var stores: Int
     public var products: Int
     public var removed: Int
-}
-
-/// Where an export page starts: indexes into the canonical order
-/// (docs/CATALOG.md §8) and the catalog version it was made at.
-public struct ExportCursor: Sendable, Hashable {
-    public var version: UInt64
-    /// Index of the next record among all the canonical records.
-    public var record: Int
-    public init(version: UInt64, record: Int) {
-        self.version = version
-        self.record = record
-    }
 }
 
 /// One open import: records are checked as they arrive and staged; the
