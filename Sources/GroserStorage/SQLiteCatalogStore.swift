@@ -210,8 +210,8 @@ public final class SQLiteCatalogStore: CatalogStore {
             try Self.reading(db) { (now) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) in
                 // The changed products by their index, then each shelf by its
                 // own. Left to itself SQLite answered DISTINCT shelf_uid by walking
-                // products_by_shelf over every product (perf: 320 ms a SetProduct
-                // at a million products, tools/bench-scale).
+                // products_by_shelf over every product (docs/BENCHMARKS.md,
+                // tools/bench-scale).
                 let changed = try db.cached("SELECT shelf_uid FROM products INDEXED BY products_by_change WHERE changed_version > ?")
                     .bind(.integer(Int64(version)))
                 var uids: [String] = []
