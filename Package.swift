@@ -40,8 +40,9 @@ let package = Package(
         // Pure wire code: framing, status codes, the catalog model and its
         // protobuf-c conversion. The only module that touches protobuf-c memory.
         .target(name: "GroserWire", dependencies: ["CGroserProto", "CProtobufC"]),
-        // Every syscall: sockets, epoll, signals, errno.
-        .target(name: "GroserSystem", dependencies: ["CLinux"]),
+        // Every syscall: sockets, epoll, signals, errno; and the daemon's
+        // Logger (its JSON lines are quoted by GroserWire's JSONString).
+        .target(name: "GroserSystem", dependencies: ["CLinux", "GroserWire"]),
         // Storage behind the CatalogStore protocol; SQLite is the embedded store,
         // PostgreSQL (libpq) the shared one. Session tokens are kept as BLAKE2b
         // hashes (libsodium).
@@ -58,11 +59,11 @@ let package = Package(
         // did-you-mean, completion scripts, the manual and docs/CLI.md come.
         .target(name: "GroserCommandLine"),
         // groser-client's commands and output formats.
-        .target(name: "GroserCLI", dependencies: ["GroserClient", "GroserCommandLine"]),
+        .target(name: "GroserCLI", dependencies: ["GroserClient", "GroserCommandLine", "GroserSystem"]),
         // groser-bench's load generator: options, connections, histogram, report.
         .target(name: "GroserBench", dependencies: ["GroserWire", "GroserSystem", "GroserClient"]),
 
-        .executableTarget(name: "groserd", dependencies: ["GroserServer"]),
+        .executableTarget(name: "groserd", dependencies: ["GroserServer", "GroserStorage", "GroserSystem"]),
         .executableTarget(name: "groser-client", dependencies: ["GroserCLI"]),
         .executableTarget(name: "groser-bench", dependencies: ["GroserBench"]),
 
@@ -76,9 +77,9 @@ let package = Package(
 
         .testTarget(name: "GroserWireTests", dependencies: ["GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserCommandLineTests", dependencies: ["GroserCommandLine"]),
-        .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage"]),
+        .testTarget(name: "GroserStorageTests", dependencies: ["GroserStorage", "GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserSearchTests", dependencies: ["GroserSearch", "GroserWire", "GroserStorage"]),
-        .testTarget(name: "GroserServerTests", dependencies: ["GroserServer"]),
+        .testTarget(name: "GroserServerTests", dependencies: ["GroserServer", "GroserStorage", "GroserWire", "GroserSystem"]),
         .testTarget(name: "GroserBenchTests", dependencies: ["GroserBench", "GroserWire", "GroserSystem"]),
         .testTarget(name: "IntegrationTests", dependencies: ["GroserClient", "GroserSystem", "GroserStorage"]),
         // Runs the fuzz seed corpus and every saved crash input (Tests/Fuzz).

@@ -16,6 +16,37 @@ public protocol CatalogImporting: Sendable {
         throws(StorageError) -> (records: [CatalogRecord], next: ExportCursor?, version: UInt64)
 }
 
+/// Where an export page starts: indexes into the canonical order
+/// (docs/CATALOG.md §8) and the catalog version it was made at.
+public struct ExportCursor: Sendable, Hashable {
+    public var version: UInt64
+    /// Index of the next record among all the canonical records.
+    public var record: Int
+    public init(version: UInt64, record: Int) {
+        self.version = version
+        self.record = record
+    }
+}
+
+/// Why an import record was refused: its line and one readable sentence.
+public struct ImportProblem: Error, Sendable, CustomStringConvertible {
+    public var line: UInt32
+    public var reason: String
+    public init(line: UInt32, _ reason: String) {
+        self.line = line
+        self.reason = reason
+    }
+    public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
+}
+
+/// What a committed import did.
+public struct ImportSummary: Sendable, Hashable {
+    public var catalogVersion: UInt64
+    public var stores: Int
+    public var products: Int
+    public var removed: Int
+}
+
 /// One open import: records are checked as they arrive and staged; the
 /// live catalog changes only at `commit`, in one transaction. A refused
 /// record, a `discard` or a failed commit leaves the catalog as it was.

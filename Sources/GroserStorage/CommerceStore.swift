@@ -14,21 +14,10 @@ public struct ProductRecord: Sendable, Hashable {
         box = Box(uid: uid, storeUID: storeUID, name: name, price: price, stock: stock)
     }
 
-    @inlinable
-    public var uid: String {
-        get { box.uid }
-        set { unique().uid = newValue }
-    }
-    @inlinable
-    public var storeUID: String {
-        get { box.storeUID }
-        set { unique().storeUID = newValue }
-    }
-    @inlinable
-    public var name: String {
-        get { box.name }
-        set { unique().name = newValue }
-    }
+    // Which product it is does not change; its price and stock do.
+    @inlinable public var uid: String { box.uid }
+    @inlinable public var storeUID: String { box.storeUID }
+    @inlinable public var name: String { box.name }
     @inlinable
     public var price: Money {
         get { box.price }
@@ -63,13 +52,13 @@ public struct ProductRecord: Sendable, Hashable {
 
     // @unchecked: a box is changed only through `unique()`, by the one
     // value that holds it; shared boxes are never written. For the same
-    // reason its fields' exclusivity is not checked at run time (five
-    // checks, about 380 instructions, per cart line shown).
+    // reason its fields' exclusivity is not checked at run time (a check
+    // per field read, per cart line shown).
     @usableFromInline
     final class Box: @unchecked Sendable {
-        @usableFromInline @exclusivity(unchecked) var uid: String
-        @usableFromInline @exclusivity(unchecked) var storeUID: String
-        @usableFromInline @exclusivity(unchecked) var name: String
+        @usableFromInline let uid: String
+        @usableFromInline let storeUID: String
+        @usableFromInline let name: String
         @usableFromInline @exclusivity(unchecked) var price: Money
         @usableFromInline @exclusivity(unchecked) var stock: UInt32
         @usableFromInline init(uid: String, storeUID: String, name: String, price: Money, stock: UInt32) {

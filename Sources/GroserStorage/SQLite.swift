@@ -1,26 +1,7 @@
 import CSQLite
 
-/// A storage failure: a readable sentence, with SQLite's own message.
-public struct StorageError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    /// The store could not be reached (PostgreSQL down or the connection
-    /// lost), as opposed to a refusal of the request itself: a caller may
-    /// answer UNAVAILABLE and let the client retry.
-    public var isUnavailable: Bool
-    /// Another host wrote the same rows first (a shared store): the batch
-    /// is run again on what the store holds now, not answered UNAVAILABLE.
-    public var isConflict = false
-
-    public init(_ description: String) {
-        self.description = description
-        isUnavailable = false
-    }
-
-    public init(_ description: String, isUnavailable: Bool) {
-        self.description = description
-        self.isUnavailable = isUnavailable
-    }
-}
+// SQLite's C API as the stores use it: a connection, its prepared
+// statements and the values bound to them; failures are StorageErrors.
 
 // SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot import it.
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -1,39 +1,22 @@
 import GroserSystem
 import GroserWire
 
-/// Why an import record was refused: its line and one readable sentence.
-public struct ImportProblem: Error, Sendable, CustomStringConvertible {
-    public var line: UInt32
-    public var reason: String
-    public init(line: UInt32, _ reason: String) {
-        self.line = line
-        self.reason = reason
-    }
-    public var description: String { line > 0 ? "line \(line): \(reason)" : reason }
-}
-
-/// What a committed import did.
-public struct ImportSummary: Sendable, Hashable {
-    public var catalogVersion: UInt64
-    public var stores: Int
-    public var products: Int
-    public var removed: Int
-}
-
 /// One catalog import (docs/CATALOG.md §7): records are checked as they
 /// arrive and staged in a file of their own, so the live database is not
 /// touched, nor locked, until `commit` applies them all in one transaction.
 /// A refused record, an abort or a failed commit leaves the catalog as it
-/// was. Value rules (lengths, characters, units) are the caller's; this
-/// checks what needs the data: uniqueness, references and ownership.
+/// was. Value rules (lengths, characters, units) are the caller's; what
+/// needs the data (uniqueness, references, ownership) CatalogImportValidator
+/// checks.
 public final class SQLiteCatalogImport {
     public let id: UInt64
     public let replace: Bool
     private let stagingPath: String
     private let mainPath: String
     private let staging: SQLiteConnection
-    /// Reads the live catalog for references; never writes.
-    private let live: SQLiteConnection
+    /// Reads the staging file and (never writing) the live catalog for the
+    /// validator.
+    private let lookup: Lookup
     public private(set) var records: UInt64 = 0
     private var position: Int64 = 0
 
@@ -48,7 +31,7 @@ public final class SQLiteCatalogImport {
             throw StorageError("cannot create the import's staging file \(stagingPath): \(error)")
         }
         staging = try SQLiteConnection(path: stagingPath)
-        live = try SQLiteConnection(path: store.path)
+        lookup = Lookup(staging: staging, live: try SQLiteConnection(path: store.path))
         try staging.execute("""
             PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
             CREATE TABLE cities(uid TEXT PRIMARY KEY, code TEXT NOT NULL, name TEXT NOT NULL,
@@ -90,97 +73,77 @@ public final class SQLiteCatalogImport {
 
     private func stage(_ r: NumberedRecord) throws {
         position += 1
+        let owner = try CatalogImportValidator.check(r, lookup)
         let line = Int64(r.line)
         switch r.record {
         case .city(let c):
-            try unique("cities", "city", c.uid, r.line)
             try staging.cached("INSERT INTO cities VALUES (?, ?, ?, ?, ?)")
                 .bind(.text(c.uid), .text(c.code), .text(c.name), .text(c.defaultStoreUID), .integer(line)).run()
         case .store(let s):
-            try unique("stores", "store", s.uid, r.line)
-            guard try exists("cities", s.cityUID) else {
-                throw ImportProblem(line: r.line, "store \(s.uid): city_uid \(s.cityUID) names no city in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = try liveValue("SELECT city_uid FROM stores WHERE uid = ?", s.uid), owner != s.cityUID {
-                throw ImportProblem(line: r.line, "store \(s.uid) belongs to \(owner); a store cannot move to another city")
-            }
             try staging.cached("INSERT INTO stores VALUES (?, ?, ?, ?, ?, ?, ?)")
                 .bind(.text(s.uid), .text(s.cityUID), .text(s.name), .text(s.chain), .text(s.address), .integer(line), .integer(position)).run()
         case .department(let d):
-            try unique("departments", "department", d.uid, r.line)
-            guard try exists("stores", d.storeUID) else {
-                throw ImportProblem(line: r.line, "department \(d.uid): store_uid \(d.storeUID) names no store in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = try liveValue("SELECT store_uid FROM departments WHERE uid = ?", d.uid), owner != d.storeUID {
-                throw ImportProblem(line: r.line, "department \(d.uid) belongs to \(owner); a department cannot move to another store")
-            }
             try staging.cached("INSERT INTO departments VALUES (?, ?, ?, ?, ?)")
                 .bind(.text(d.uid), .text(d.storeUID), .text(d.name), .integer(line), .integer(position)).run()
         case .shelf(let h):
-            try unique("shelves", "shelf", h.uid, r.line)
-            guard let store = try storeOfDepartment(h.departmentUID) else {
-                throw ImportProblem(line: r.line, "shelf \(h.uid): department_uid \(h.departmentUID) names no department in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = try liveValue("""
-                SELECT d.store_uid FROM shelves h JOIN departments d ON d.uid = h.department_uid WHERE h.uid = ?
-                """, h.uid), owner != store {
-                throw ImportProblem(line: r.line, "shelf \(h.uid) belongs to store \(owner); a shelf cannot move to another store")
-            }
             try staging.cached("INSERT INTO shelves VALUES (?, ?, ?, ?, ?, ?)")
-                .bind(.text(h.uid), .text(h.departmentUID), .text(store), .text(h.name), .integer(line), .integer(position)).run()
+                .bind(.text(h.uid), .text(h.departmentUID), .text(owner ?? ""), .text(h.name), .integer(line), .integer(position)).run()
         case .product(let v):
             let p = v.product
-            try unique("products", "product", p.uid, r.line)
-            guard let store = try storeOfShelf(p.shelfUID) else {
-                throw ImportProblem(line: r.line, "product \(p.uid): shelf_uid \(p.shelfUID) names no shelf in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = try liveValue("""
-                SELECT d.store_uid FROM products p JOIN shelves h ON h.uid = p.shelf_uid
-                JOIN departments d ON d.uid = h.department_uid WHERE p.uid = ?
-                """, p.uid), owner != store {
-                throw ImportProblem(line: r.line, "product \(p.uid) is sold by store \(owner); a product cannot move to another store")
-            }
             try staging.cached("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-                .bind(.text(p.uid), .text(p.shelfUID), .text(store), .text(p.name), .text(p.brand), .text(p.unit),
+                .bind(.text(p.uid), .text(p.shelfUID), .text(owner ?? ""), .text(p.name), .text(p.brand), .text(p.unit),
                       .integer(Int64(p.unitSize)), .integer(p.price.minorUnits), .text(p.price.currency), .text(p.imageURL),
                       .integer(Int64(v.stock)), .integer(p.oftenOutOfStock ? 1 : 0), .text(v.barcode), .integer(line)).run()
         }
     }
 
-    private func unique(_ table: String, _ kind: String, _ uid: String, _ line: UInt32) throws {
-        let s = try staging.cached("SELECT line FROM \(table) WHERE uid = ?").bind(.text(uid))
-        if try s.step() {
-            let first = s.int(0)
-            s.reset()
-            throw ImportProblem(line: line, "\(kind) uid \(uid) is already on line \(first)")
+    /// The validator's questions, asked of the staging file and the live
+    /// database.
+    private struct Lookup: CatalogImportLookup {
+        let staging: SQLiteConnection
+        let live: SQLiteConnection
+
+        func lineInFile(_ kind: Kind, _ uid: String) throws(StorageError) -> UInt32? {
+            let s = try staging.cached("SELECT line FROM \(kind.table) WHERE uid = ?").bind(.text(uid))
+            defer { s.reset() }
+            return try s.step() ? UInt32(clamping: s.int(0)) : nil
         }
-    }
 
-    private func exists(_ table: String, _ uid: String) throws -> Bool {
-        let s = try staging.cached("SELECT 1 FROM \(table) WHERE uid = ?").bind(.text(uid))
-        defer { s.reset() }
-        if try s.step() { return true }
-        return try liveValue("SELECT uid FROM \(table) WHERE uid = ?", uid) != nil
-    }
+        func exists(_ kind: Kind, _ uid: String) throws(StorageError) -> Bool {
+            let s = try staging.cached("SELECT 1 FROM \(kind.table) WHERE uid = ?").bind(.text(uid))
+            defer { s.reset() }
+            if try s.step() { return true }
+            return try liveValue("SELECT uid FROM \(kind.table) WHERE uid = ?", uid) != nil
+        }
 
-    private func storeOfDepartment(_ uid: String) throws -> String? {
-        let s = try staging.cached("SELECT store_uid FROM departments WHERE uid = ?").bind(.text(uid))
-        defer { s.reset() }
-        if try s.step() { return s.text(0) }
-        return try liveValue("SELECT store_uid FROM departments WHERE uid = ?", uid)
-    }
+        func store(of kind: Kind, _ uid: String) throws(StorageError) -> String? {
+            let s = try staging.cached("SELECT store_uid FROM \(kind.table) WHERE uid = ?").bind(.text(uid))
+            defer { s.reset() }
+            if try s.step() { return s.text(0) }
+            return try ownerInCatalog(kind, uid)
+        }
 
-    private func storeOfShelf(_ uid: String) throws -> String? {
-        let s = try staging.cached("SELECT store_uid FROM shelves WHERE uid = ?").bind(.text(uid))
-        defer { s.reset() }
-        if try s.step() { return s.text(0) }
-        return try liveValue("SELECT d.store_uid FROM shelves h JOIN departments d ON d.uid = h.department_uid WHERE h.uid = ?", uid)
-    }
+        func ownerInCatalog(_ kind: Kind, _ uid: String) throws(StorageError) -> String? {
+            switch kind {
+            case .city: nil
+            case .store: try liveValue("SELECT city_uid FROM stores WHERE uid = ?", uid)
+            case .department: try liveValue("SELECT store_uid FROM departments WHERE uid = ?", uid)
+            case .shelf:
+                try liveValue("SELECT d.store_uid FROM shelves h JOIN departments d ON d.uid = h.department_uid WHERE h.uid = ?", uid)
+            case .product:
+                try liveValue("""
+                    SELECT d.store_uid FROM products p JOIN shelves h ON h.uid = p.shelf_uid
+                    JOIN departments d ON d.uid = h.department_uid WHERE p.uid = ?
+                    """, uid)
+            }
+        }
 
-    private func liveValue(_ sql: String, _ key: String) throws -> String? {
-        let s = try live.cached(sql).bind(.text(key))
-        defer { s.reset() }
-        return try s.step() ? s.text(0) : nil
+        /// The first column of `sql`'s first row in the live database.
+        func liveValue(_ sql: String, _ key: String) throws(StorageError) -> String? {
+            let s = try live.cached(sql).bind(.text(key))
+            defer { s.reset() }
+            return try s.step() ? s.text(0) : nil
+        }
     }
 
     // MARK: Commit
@@ -195,7 +158,7 @@ public final class SQLiteCatalogImport {
             while try c.step() {
                 let (city, store, line) = (c.text(0), c.text(1), UInt32(clamping: c.int(2)))
                 let staged = try staging.prepare("SELECT city_uid FROM stores WHERE uid = ?").bind(.text(store))
-                let owner = try staged.step() ? staged.text(0) : try liveValue("SELECT city_uid FROM stores WHERE uid = ?", store)
+                let owner = try staged.step() ? staged.text(0) : try lookup.liveValue("SELECT city_uid FROM stores WHERE uid = ?", store)
                 guard owner == city else {
                     throw ImportProblem(line: line, "city \(city): default_store_uid \(store) is not a store of this city in the file or the catalog")
                 }
@@ -293,107 +256,16 @@ extension String {
     var replacingQuote: String { split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") }
 }
 
-/// Where an export page starts: indexes into the canonical order
-/// (docs/CATALOG.md §8) and the catalog version it was made at.
-public struct ExportCursor: Sendable, Hashable {
-    public var version: UInt64
-    /// Index of the next record among all the canonical records.
-    public var record: Int
-    public init(version: UInt64, record: Int) {
-        self.version = version
-        self.record = record
-    }
-}
-
-extension SQLiteCatalogStore {
-    /// Up to `limit` records of the catalog (or of one store, with its city)
-    /// in the canonical order, from `cursor`; the cursor of the next page, or
-    /// nil after the last. Throws when the catalog changed since `cursor`.
-    public func exportPage(storeUID: String, from cursor: ExportCursor?, limit: Int)
-        throws(StorageError) -> (records: [CatalogRecord], next: ExportCursor?, version: UInt64) {
-        try connection.withLock { (db) throws(StorageError) -> (records: [CatalogRecord], next: ExportCursor?, version: UInt64) in
-            try db.execute("BEGIN")
-            defer {
-                db.resetCached()
-                try? db.execute("COMMIT")
-            }
-            let v = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
-            guard try v.step() else { throw StorageError("the database has no catalog version") }
-            let version = UInt64(v.int(0))
-            if let cursor, cursor.version != version {
-                throw StorageError("the catalog changed (version \(cursor.version) → \(version)) since the export began; start it again")
-            }
-            // The skeleton in canonical order: one entry per record, products
-            // of a shelf as one entry with their count.
-            enum Entry { case record(CatalogRecord); case products(shelf: String, count: Int) }
-            var entries: [Entry] = []
-            let c = try db.prepare("SELECT uid, code, name, default_store_uid FROM cities ORDER BY code")
-            var cities: [City] = []
-            while try c.step() { cities.append(City(uid: c.text(0), code: c.text(1), name: c.text(2), stores: [], defaultStoreUID: c.text(3))) }
-            let s = try db.prepare("SELECT uid, name, chain, address FROM stores WHERE city_uid = ? ORDER BY position")
-            let d = try db.prepare("SELECT uid, name FROM departments WHERE store_uid = ? ORDER BY position")
-            let h = try db.prepare("SELECT h.uid, h.name, (SELECT count(*) FROM products WHERE shelf_uid = h.uid) FROM shelves h WHERE department_uid = ? ORDER BY position")
-            for city in cities {
-                var stores: [StoreSummary] = []
-                s.bind(.text(city.uid))
-                while try s.step() {
-                    stores.append(StoreSummary(uid: s.text(0), name: s.text(1), chain: s.text(2), address: s.text(3), cityUID: city.uid))
-                }
-                if !storeUID.isEmpty && !stores.contains(where: { $0.uid == storeUID }) { continue }
-                entries.append(.record(.city(city)))
-                for store in stores where storeUID.isEmpty || store.uid == storeUID {
-                    entries.append(.record(.store(store)))
-                    d.bind(.text(store.uid))
-                    var departments: [(String, String)] = []
-                    while try d.step() { departments.append((d.text(0), d.text(1))) }
-                    for (duid, dname) in departments {
-                        entries.append(.record(.department(CatalogDepartment(uid: duid, storeUID: store.uid, name: dname))))
-                        h.bind(.text(duid))
-                        var shelves: [(String, String, Int)] = []
-                        while try h.step() { shelves.append((h.text(0), h.text(1), Int(h.int(2)))) }
-                        for (huid, hname, count) in shelves {
-                            entries.append(.record(.shelf(CatalogShelf(uid: huid, departmentUID: duid, name: hname))))
-                            if count > 0 { entries.append(.products(shelf: huid, count: count)) }
-                        }
-                    }
-                }
-            }
-            if !storeUID.isEmpty && entries.isEmpty { throw StorageError("no store has the uid \"\(storeUID)\"") }
-            let p = try db.prepare("""
-                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ?
-                ORDER BY name, uid LIMIT ? OFFSET ?
-                """)
-            var out: [CatalogRecord] = []
-            var index = 0
-            let start = cursor?.record ?? 0
-            for entry in entries {
-                if out.count >= limit { break }
-                switch entry {
-                case .record(let r):
-                    if index >= start { out.append(r) }
-                    index += 1
-                case .products(let shelf, let count):
-                    if index + count <= start { index += count; continue }
-                    let offset = max(0, start - index)
-                    p.bind(.text(shelf), .integer(Int64(limit - out.count)), .integer(Int64(offset)))
-                    var taken = 0
-                    while try p.step() {
-                        let stock = UInt32(clamping: p.int(9))
-                        out.append(.product(CatalogProduct(
-                            product: Product(uid: p.text(0), name: p.text(2), brand: p.text(3), unit: p.text(4),
-                                             unitSize: UInt32(clamping: p.int(5)), price: Money(minorUnits: p.int(6), currency: p.text(7)),
-                                             imageURL: p.text(8), outOfStock: stock == 0, oftenOutOfStock: p.int(10) != 0,
-                                             shelfUID: p.text(1)),
-                            stock: stock, barcode: p.text(11))))
-                        taken += 1
-                    }
-                    index += offset + taken
-                    if offset + taken < count { return (out, ExportCursor(version: version, record: index), version) }
-                }
-            }
-            let total = entries.reduce(0) { n, e in if case .products(_, let k) = e { return n + k } else { return n + 1 } }
-            return (out, index < total ? ExportCursor(version: version, record: index) : nil, version)
+private extension CatalogImportValidator.Kind {
+    /// The table of records of this kind, in the staging file and the
+    /// live database alike.
+    var table: String {
+        switch self {
+        case .city: "cities"
+        case .store: "stores"
+        case .department: "departments"
+        case .shelf: "shelves"
+        case .product: "products"
         }
     }
 }

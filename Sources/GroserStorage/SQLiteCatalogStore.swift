@@ -118,21 +118,7 @@ public final class SQLiteCatalogStore: CatalogStore {
     }
 
     private static func createCatalogTables(_ db: SQLiteConnection) throws(StorageError) {
-        try db.execute("""
-        CREATE TABLE meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-        INSERT INTO meta VALUES ('catalog_version', 1);
-        CREATE TABLE cities(
-            uid TEXT PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
-            default_store_uid TEXT NOT NULL);
-        CREATE TABLE stores(
-            uid TEXT PRIMARY KEY, city_uid TEXT NOT NULL REFERENCES cities(uid),
-            position INTEGER NOT NULL, name TEXT NOT NULL, chain TEXT NOT NULL, address TEXT NOT NULL);
-        CREATE TABLE departments(
-            uid TEXT PRIMARY KEY, store_uid TEXT NOT NULL REFERENCES stores(uid),
-            position INTEGER NOT NULL, name TEXT NOT NULL);
-        CREATE TABLE shelves(
-            uid TEXT PRIMARY KEY, department_uid TEXT NOT NULL REFERENCES departments(uid),
-            position INTEGER NOT NULL, name TEXT NOT NULL);
+        try db.execute(SharedSchema.catalog(.sqlite) + """
         CREATE TABLE products(
             uid TEXT PRIMARY KEY, shelf_uid TEXT NOT NULL REFERENCES shelves(uid),
             name TEXT NOT NULL, brand TEXT NOT NULL, unit TEXT NOT NULL, unit_size INTEGER NOT NULL,
@@ -196,98 +182,104 @@ public final class SQLiteCatalogStore: CatalogStore {
                 shelfUID: p.text(1), barcode: p.text(11))
     }
 
-    public func catalogVersion() throws(StorageError) -> UInt64 {
-        try connection.withLock { (db) throws(StorageError) -> UInt64 in
-            let stmt = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
-            guard try stmt.step() else { throw StorageError("the database has no catalog version") }
-            return UInt64(stmt.int(0))
+    /// The catalog version `db` holds.
+    static func version(_ db: SQLiteConnection) throws(StorageError) -> UInt64 {
+        let v = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
+        defer { v.reset() }
+        guard try v.step() else { throw StorageError("the database has no catalog version") }
+        return UInt64(v.int(0))
+    }
+
+    /// Runs `body` in one read transaction on `db`, given the catalog
+    /// version it reads at; the cached statements are reset after it.
+    static func reading<T>(_ db: SQLiteConnection, _ body: (UInt64) throws(StorageError) -> T) throws(StorageError) -> T {
+        try db.execute("BEGIN")
+        defer {
+            db.resetCached()
+            try? db.execute("COMMIT")
         }
+        return try body(try version(db))
+    }
+
+    public func catalogVersion() throws(StorageError) -> UInt64 {
+        try connection.withLock { (db) throws(StorageError) -> UInt64 in try Self.version(db) }
     }
 
     public func loadChangedShelves(since version: UInt64) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) {
         try connection.withLock { (db) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) in
-            try db.execute("BEGIN")
-            defer {
-                db.resetCached()
-                try? db.execute("COMMIT")
+            try Self.reading(db) { (now) throws(StorageError) -> (version: UInt64, shelves: [String: [Product]]) in
+                // The changed products by their index, then each shelf by its
+                // own. Left to itself SQLite answered DISTINCT shelf_uid by walking
+                // products_by_shelf over every product (docs/BENCHMARKS.md,
+                // tools/bench-scale).
+                let changed = try db.cached("SELECT shelf_uid FROM products INDEXED BY products_by_change WHERE changed_version > ?")
+                    .bind(.integer(Int64(version)))
+                var uids: [String] = []
+                var seen: Set<String> = []
+                while try changed.step() {
+                    let uid = changed.text(0)
+                    if seen.insert(uid).inserted { uids.append(uid) }
+                }
+                let p = try db.cached("""
+                    SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                           stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ?
+                    """)
+                var shelves: [String: [Product]] = [:]
+                for uid in uids {
+                    p.bind(.text(uid))
+                    var products: [Product] = []
+                    while try p.step() { products.append(Self.product(p)) }
+                    shelves[uid] = products
+                }
+                return (now, shelves)
             }
-            let v = try db.cached("SELECT value FROM meta WHERE key = 'catalog_version'")
-            guard try v.step() else { throw StorageError("the database has no catalog version") }
-            let now = UInt64(v.int(0))
-            // The changed products by their index, then each shelf by its
-            // own. Left to itself SQLite answered DISTINCT shelf_uid by walking
-            // products_by_shelf over every product (perf: 320 ms a SetProduct
-            // at a million products, tools/bench-scale).
-            let changed = try db.cached("SELECT shelf_uid FROM products INDEXED BY products_by_change WHERE changed_version > ?")
-                .bind(.integer(Int64(version)))
-            var uids: [String] = []
-            var seen: Set<String> = []
-            while try changed.step() {
-                let uid = changed.text(0)
-                if seen.insert(uid).inserted { uids.append(uid) }
-            }
-            let p = try db.cached("""
-                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ?
-                """)
-            var shelves: [String: [Product]] = [:]
-            for uid in uids {
-                p.bind(.text(uid))
-                var products: [Product] = []
-                while try p.step() { products.append(Self.product(p)) }
-                shelves[uid] = products
-            }
-            return (now, shelves)
         }
     }
 
     public func loadCatalog(_ visit: (CatalogPart) throws(StorageError) -> Void) throws(StorageError) {
         try connection.withLock { (db) throws(StorageError) in
-            try db.execute("BEGIN")
-            defer { try? db.execute("COMMIT") }
-            let v = try db.prepare("SELECT value FROM meta WHERE key = 'catalog_version'")
-            guard try v.step() else { throw StorageError("the database has no catalog version") }
-            let version = UInt64(v.int(0))
-            var summaries: [StoreSummary] = []
-            var summariesByCity: [String: [StoreSummary]] = [:]
-            let s = try db.prepare("SELECT uid, city_uid, name, chain, address FROM stores ORDER BY position")
-            while try s.step() {
-                let summary = StoreSummary(uid: s.text(0), name: s.text(2), chain: s.text(3), address: s.text(4), cityUID: s.text(1))
-                summaries.append(summary)
-                summariesByCity[summary.cityUID, default: []].append(summary)
-            }
-            var cities: [City] = []
-            let c = try db.prepare("SELECT uid, code, name, default_store_uid FROM cities ORDER BY code")
-            while try c.step() {
-                cities.append(City(uid: c.text(0), code: c.text(1), name: c.text(2),
-                                   stores: summariesByCity[c.text(0)] ?? [], defaultStoreUID: c.text(3)))
-            }
-            try visit(.cities(cities, version: version))
-            let d = try db.prepare("SELECT uid, name FROM departments WHERE store_uid = ? ORDER BY position")
-            let h = try db.prepare("SELECT uid, name FROM shelves WHERE department_uid = ? ORDER BY position")
-            let p = try db.prepare("""
-                SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
-                       stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ? ORDER BY name
-                """)
-            for summary in summaries {
-                var departments: [Department] = []
-                d.bind(.text(summary.uid))
-                var departmentRows: [(String, String)] = []
-                while try d.step() { departmentRows.append((d.text(0), d.text(1))) }
-                for (duid, dname) in departmentRows {
-                    var shelves: [Shelf] = []
-                    h.bind(.text(duid))
-                    var shelfRows: [(String, String)] = []
-                    while try h.step() { shelfRows.append((h.text(0), h.text(1))) }
-                    for (huid, hname) in shelfRows {
-                        var products: [Product] = []
-                        p.bind(.text(huid))
-                        while try p.step() { products.append(Self.product(p)) }
-                        shelves.append(Shelf(uid: huid, name: hname, productCount: UInt32(products.count), products: products))
-                    }
-                    departments.append(Department(uid: duid, name: dname, shelves: shelves))
+            try Self.reading(db) { (version) throws(StorageError) in
+                var summaries: [StoreSummary] = []
+                var summariesByCity: [String: [StoreSummary]] = [:]
+                let s = try db.prepare("SELECT uid, city_uid, name, chain, address FROM stores ORDER BY position")
+                while try s.step() {
+                    let summary = StoreSummary(uid: s.text(0), name: s.text(2), chain: s.text(3), address: s.text(4), cityUID: s.text(1))
+                    summaries.append(summary)
+                    summariesByCity[summary.cityUID, default: []].append(summary)
                 }
-                try visit(.store(Store(summary: summary, departments: departments)))
+                var cities: [City] = []
+                let c = try db.prepare("SELECT uid, code, name, default_store_uid FROM cities ORDER BY code")
+                while try c.step() {
+                    cities.append(City(uid: c.text(0), code: c.text(1), name: c.text(2),
+                                       stores: summariesByCity[c.text(0)] ?? [], defaultStoreUID: c.text(3)))
+                }
+                try visit(.cities(cities, version: version))
+                let d = try db.prepare("SELECT uid, name FROM departments WHERE store_uid = ? ORDER BY position")
+                let h = try db.prepare("SELECT uid, name FROM shelves WHERE department_uid = ? ORDER BY position")
+                let p = try db.prepare("""
+                    SELECT uid, shelf_uid, name, brand, unit, unit_size, price_minor, currency, image_url,
+                           stock, often_out_of_stock, barcode FROM products WHERE shelf_uid = ? ORDER BY name
+                    """)
+                for summary in summaries {
+                    var departments: [Department] = []
+                    d.bind(.text(summary.uid))
+                    var departmentRows: [(String, String)] = []
+                    while try d.step() { departmentRows.append((d.text(0), d.text(1))) }
+                    for (duid, dname) in departmentRows {
+                        var shelves: [Shelf] = []
+                        h.bind(.text(duid))
+                        var shelfRows: [(String, String)] = []
+                        while try h.step() { shelfRows.append((h.text(0), h.text(1))) }
+                        for (huid, hname) in shelfRows {
+                            var products: [Product] = []
+                            p.bind(.text(huid))
+                            while try p.step() { products.append(Self.product(p)) }
+                            shelves.append(Shelf(uid: huid, name: hname, productCount: UInt32(products.count), products: products))
+                        }
+                        departments.append(Department(uid: duid, name: dname, shelves: shelves))
+                    }
+                    try visit(.store(Store(summary: summary, departments: departments)))
+                }
             }
         }
     }

@@ -26,20 +26,7 @@ extension SQLiteCatalogStore: CommerceStore {
             cart_id INTEGER NOT NULL REFERENCES carts(id), product_uid TEXT NOT NULL REFERENCES products(uid),
             quantity INTEGER NOT NULL CHECK (quantity > 0), seen_price_minor INTEGER NOT NULL,
             position INTEGER NOT NULL, PRIMARY KEY(cart_id, product_uid));
-        CREATE TABLE idempotency(
-            session TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, field INTEGER NOT NULL,
-            body BLOB NOT NULL, PRIMARY KEY(session, key));
-        CREATE TABLE orders(
-            id INTEGER PRIMARY KEY, session TEXT NOT NULL, store_uid TEXT NOT NULL, city_code TEXT NOT NULL,
-            total_minor INTEGER NOT NULL, currency TEXT NOT NULL, card_brand TEXT NOT NULL,
-            card_last4 TEXT NOT NULL, created_at INTEGER NOT NULL, delivery_address TEXT NOT NULL,
-            holder_name TEXT NOT NULL);
-        CREATE INDEX orders_by_session ON orders(session, id);
-        CREATE TABLE order_lines(
-            order_id INTEGER NOT NULL REFERENCES orders(id), position INTEGER NOT NULL,
-            product_uid TEXT NOT NULL, name TEXT NOT NULL, unit_price_minor INTEGER NOT NULL,
-            quantity INTEGER NOT NULL, line_total_minor INTEGER NOT NULL, PRIMARY KEY(order_id, position));
-        """)
+        """ + SharedSchema.checkout(.sqlite))
     }
 }
 

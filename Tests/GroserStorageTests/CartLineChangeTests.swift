@@ -1,4 +1,4 @@
-import GroserStorage
+@testable import GroserStorage
 import GroserSystem
 import Testing
 

@@ -1,4 +1,4 @@
-import GroserStorage
+@testable import GroserStorage
 @testable import GroserSystem
 import GroserWire
 import Testing

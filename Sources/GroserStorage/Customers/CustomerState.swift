@@ -23,13 +23,8 @@ public struct CartLineChange: Sendable, Hashable {
     /// The line's quantity after the change; 0: the line was removed.
     public var quantity: UInt32
     public var seenPriceMinorUnits: Int64
-
-    public init(version: UInt64, productUID: String, quantity: UInt32, seenPriceMinorUnits: Int64) {
-        self.version = version
-        self.productUID = productUID
-        self.quantity = quantity
-        self.seenPriceMinorUnits = seenPriceMinorUnits
-    }
+    // Made by `between` and the log's reader only: the memberwise init is
+    // the module's.
 
     /// The change that turns `old` (nil: no cart yet) into `new`, when
     /// `StoredCart.apply` of it gives exactly `new` and `new`'s version
@@ -69,7 +64,9 @@ public struct CartLineChange: Sendable, Hashable {
         assert({ var c = old ?? StoredCart(); c.apply(change); return c == new }(), "CartLineChange.between: \(change) does not turn \(String(describing: old)) into \(new)")
         return change
     }
+}
 
+extension CartLineChange {
     init(version: UInt64, line: CartLineRecord) {
         self.init(version: version, productUID: line.productUID, quantity: line.quantity,
                   seenPriceMinorUnits: line.seenPriceMinorUnits)

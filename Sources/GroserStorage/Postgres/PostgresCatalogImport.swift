@@ -6,8 +6,8 @@ extension PostgresCatalogStore: CatalogImporting {
     }
 }
 
-/// One catalog import into PostgreSQL, with SQLiteCatalogImport's checks
-/// and messages. It has a connection of its own: staged rows go to its
+/// One catalog import into PostgreSQL, checked by CatalogImportValidator
+/// as SQLite's is. It has a connection of its own: staged rows go to its
 /// temporary tables (a batch a chunk), which nobody else sees, and the
 /// commit applies them from there in one pipelined transaction. The uids
 /// and owners the checks need stay in memory; the live catalog is read a
@@ -131,8 +131,9 @@ final class PostgresCatalogImport: CatalogImportSession {
         }
         var problem: ImportProblem?
         for r in records {
+            let owner: String?
             do {
-                try check(r, owners)
+                owner = try CatalogImportValidator.check(r, Lookup(file: self, live: owners))
             } catch {
                 problem = error
                 break
@@ -153,13 +154,12 @@ final class PostgresCatalogImport: CatalogImportSession {
                 departmentLine[d.uid] = r.line
                 departmentStore[d.uid] = d.storeUID
             case .shelf(let h):
-                let store = departmentStore[h.departmentUID] ?? owners.departmentStore[h.departmentUID] ?? ""
                 append([h.uid, h.departmentUID, h.name, pos], to: &shelves)
                 shelfLine[h.uid] = r.line
-                shelfStore[h.uid] = store
+                shelfStore[h.uid] = owner ?? ""
             case .product(let v):
                 let p = v.product
-                let store = shelfStore[p.shelfUID] ?? owners.shelfStore[p.shelfUID] ?? ""
+                let store = owner ?? ""
                 append([p.uid, p.shelfUID, store, p.name, p.brand, p.unit, String(p.unitSize), String(p.price.minorUnits),
                         p.price.currency, p.imageURL, String(v.stock), p.oftenOutOfStock ? "t" : "f", v.barcode], to: &products)
                 productLine[p.uid] = r.line
@@ -199,47 +199,46 @@ final class PostgresCatalogImport: CatalogImportSession {
         if let problem { throw problem }
     }
 
-    /// SQLiteCatalogImport's checks: uniqueness in the file, parents in the
-    /// file so far or the catalog, and no move to another owner.
-    private func check(_ r: NumberedRecord, _ live: LiveOwners) throws(ImportProblem) {
-        func unique(_ lines: [String: UInt32], _ kind: String, _ uid: String) throws(ImportProblem) {
-            if let first = lines[uid] { throw ImportProblem(line: r.line, "\(kind) uid \(uid) is already on line \(first)") }
+    /// The validator's questions, answered from what the file staged so
+    /// far and the live catalog's rows read for the batch.
+    private struct Lookup: CatalogImportLookup {
+        typealias Failure = Never
+        let file: PostgresCatalogImport
+        let live: LiveOwners
+
+        func lineInFile(_ kind: Kind, _ uid: String) -> UInt32? {
+            switch kind {
+            case .city: file.cityLine[uid]
+            case .store: file.storeLine[uid]
+            case .department: file.departmentLine[uid]
+            case .shelf: file.shelfLine[uid]
+            case .product: file.productLine[uid]
+            }
         }
-        switch r.record {
-        case .city(let c):
-            try unique(cityLine, "city", c.uid)
-        case .store(let s):
-            try unique(storeLine, "store", s.uid)
-            guard cityLine[s.cityUID] != nil || live.cities.contains(s.cityUID) else {
-                throw ImportProblem(line: r.line, "store \(s.uid): city_uid \(s.cityUID) names no city in the file so far or the catalog; parents must come before their children")
+
+        func exists(_ kind: Kind, _ uid: String) -> Bool {
+            switch kind {
+            case .city: file.cityLine[uid] != nil || live.cities.contains(uid)
+            case .store: file.storeLine[uid] != nil || live.storeCity[uid] != nil
+            default: false
             }
-            if let owner = live.storeCity[s.uid], owner != s.cityUID {
-                throw ImportProblem(line: r.line, "store \(s.uid) belongs to \(owner); a store cannot move to another city")
+        }
+
+        func store(of kind: Kind, _ uid: String) -> String? {
+            switch kind {
+            case .department: file.departmentStore[uid] ?? live.departmentStore[uid]
+            case .shelf: file.shelfStore[uid] ?? live.shelfStore[uid]
+            default: nil
             }
-        case .department(let d):
-            try unique(departmentLine, "department", d.uid)
-            guard storeLine[d.storeUID] != nil || live.storeCity[d.storeUID] != nil else {
-                throw ImportProblem(line: r.line, "department \(d.uid): store_uid \(d.storeUID) names no store in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = live.departmentStore[d.uid], owner != d.storeUID {
-                throw ImportProblem(line: r.line, "department \(d.uid) belongs to \(owner); a department cannot move to another store")
-            }
-        case .shelf(let h):
-            try unique(shelfLine, "shelf", h.uid)
-            guard let store = departmentStore[h.departmentUID] ?? live.departmentStore[h.departmentUID] else {
-                throw ImportProblem(line: r.line, "shelf \(h.uid): department_uid \(h.departmentUID) names no department in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = live.shelfStore[h.uid], owner != store {
-                throw ImportProblem(line: r.line, "shelf \(h.uid) belongs to store \(owner); a shelf cannot move to another store")
-            }
-        case .product(let v):
-            let p = v.product
-            try unique(productLine, "product", p.uid)
-            guard let store = shelfStore[p.shelfUID] ?? live.shelfStore[p.shelfUID] else {
-                throw ImportProblem(line: r.line, "product \(p.uid): shelf_uid \(p.shelfUID) names no shelf in the file so far or the catalog; parents must come before their children")
-            }
-            if let owner = live.productStore[p.uid], owner != store {
-                throw ImportProblem(line: r.line, "product \(p.uid) is sold by store \(owner); a product cannot move to another store")
+        }
+
+        func ownerInCatalog(_ kind: Kind, _ uid: String) -> String? {
+            switch kind {
+            case .city: nil
+            case .store: live.storeCity[uid]
+            case .department: live.departmentStore[uid]
+            case .shelf: live.shelfStore[uid]
+            case .product: live.productStore[uid]
             }
         }
     }

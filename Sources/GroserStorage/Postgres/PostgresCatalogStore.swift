@@ -160,7 +160,7 @@ public final class PostgresCatalogStore: CatalogStore, CommerceStore, @unchecked
             c.close()
             slot = nil
             if !error.isUnavailable {
-                return StorageError("PostgreSQL is unavailable: the connection was lost (\(error))", isUnavailable: true)
+                return StorageError("PostgreSQL is unavailable: the connection was lost (\(error))", kind: .unavailable)
             }
         } else if c.isInTransaction {
             try? c.executeScript("ROLLBACK")

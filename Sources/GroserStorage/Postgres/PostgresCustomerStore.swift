@@ -128,7 +128,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
                 PostgresStatement("SELECT value FROM groser_secrets WHERE name = 'session'"),
             ])
         } catch {
-            throw StorageError("cannot read the session secret from PostgreSQL: \(error.message)", isUnavailable: error.isConnectionFailure)
+            throw StorageError("cannot read the session secret from PostgreSQL: \(error.message)", kind: error.isConnectionFailure ? .unavailable : .failed)
         }
         guard let text = rows[1][0, "value"], let stored = PostgresText.bytes(fromBytea: text), stored.count == bytes else {
             throw StorageError("the session secret in PostgreSQL (groser_secrets) is not \(bytes) bytes")
@@ -147,7 +147,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
             return c
         } catch {
             health.failed(error.message)
-            throw StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
+            throw StorageError("PostgreSQL is unavailable: \(error.message)", kind: .unavailable)
         }
     }
 
@@ -161,15 +161,13 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
         // deadlock in a checkout's product read): the batch is run again.
         case "40001", "40P01", "23505", "25P02":
             health.succeeded()
-            var conflict = StorageError("conflict: \(error.message)")
-            conflict.isConflict = true
-            return conflict
+            return StorageError("conflict: \(error.message)", kind: .conflict)
         default:
             if error.isConnectionFailure {
                 connection?.close()
                 connection = nil
                 health.failed(error.message)
-                return StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
+                return StorageError("PostgreSQL is unavailable: \(error.message)", kind: .unavailable)
             }
             health.succeeded()
             return StorageError("PostgreSQL refused a customer write: \(error.description)")
@@ -216,7 +214,7 @@ public final class PostgresCustomerStore: SharedCustomerStore, @unchecked Sendab
             return Int(r[3][0, "n"] ?? "") ?? 0
         } catch {
             if error.isConnectionFailure { health.failed(error.message) } else { health.succeeded() }
-            throw StorageError("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
+            throw StorageError("PostgreSQL is unavailable: \(error.message)", kind: .unavailable)
         }
     }
 

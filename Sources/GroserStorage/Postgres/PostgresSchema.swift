@@ -10,21 +10,7 @@ public enum PostgresSchema {
     /// Step n (from 1) brings the schema from version n - 1 to n. Append a
     /// step to change the schema; never edit one that has shipped.
     static let steps: [String] = [
-        """
-        CREATE TABLE meta(key text PRIMARY KEY, value bigint NOT NULL);
-        INSERT INTO meta VALUES ('catalog_version', 1);
-        CREATE TABLE cities(
-            uid text PRIMARY KEY, code text COLLATE "C" NOT NULL UNIQUE, name text NOT NULL,
-            default_store_uid text NOT NULL);
-        CREATE TABLE stores(
-            uid text PRIMARY KEY, city_uid text NOT NULL REFERENCES cities(uid),
-            position bigint NOT NULL, name text NOT NULL, chain text NOT NULL, address text NOT NULL);
-        CREATE TABLE departments(
-            uid text PRIMARY KEY, store_uid text NOT NULL REFERENCES stores(uid),
-            position bigint NOT NULL, name text NOT NULL);
-        CREATE TABLE shelves(
-            uid text PRIMARY KEY, department_uid text NOT NULL REFERENCES departments(uid),
-            position bigint NOT NULL, name text NOT NULL);
+        SharedSchema.catalog(.postgres) + """
         CREATE TABLE products(
             uid text COLLATE "C" PRIMARY KEY, shelf_uid text NOT NULL REFERENCES shelves(uid),
             name text COLLATE "C" NOT NULL, brand text NOT NULL, unit text NOT NULL, unit_size bigint NOT NULL,
@@ -37,21 +23,7 @@ public enum PostgresSchema {
         CREATE INDEX stores_by_position ON stores(position);
         CREATE INDEX departments_by_store ON departments(store_uid, position);
         CREATE INDEX shelves_by_department ON shelves(department_uid, position);
-        CREATE TABLE idempotency(
-            session bytea NOT NULL, key text NOT NULL, fingerprint text NOT NULL, field bigint NOT NULL,
-            body bytea NOT NULL, PRIMARY KEY(session, key));
-        CREATE TABLE orders(
-            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session bytea NOT NULL,
-            store_uid text NOT NULL, city_code text NOT NULL,
-            total_minor bigint NOT NULL, currency text NOT NULL, card_brand text NOT NULL,
-            card_last4 text NOT NULL, created_at bigint NOT NULL, delivery_address text NOT NULL,
-            holder_name text NOT NULL);
-        CREATE INDEX orders_by_session ON orders(session, id);
-        CREATE TABLE order_lines(
-            order_id bigint NOT NULL REFERENCES orders(id), position bigint NOT NULL,
-            product_uid text NOT NULL, name text NOT NULL, unit_price_minor bigint NOT NULL,
-            quantity bigint NOT NULL, line_total_minor bigint NOT NULL, PRIMARY KEY(order_id, position));
-        """,
+        """ + SharedSchema.checkout(.postgres),
         // Sessions, carts and remembered answers, shared by every groserd
         // on the database (the customer log's records, per session).
         PostgresCustomerStore.schema,
@@ -123,10 +95,10 @@ func postgres<T>(_ body: () throws(PostgresError) -> T) throws(StorageError) -> 
 
 extension StorageError {
     /// PostgreSQL's error as a storage error; a connection failure is
-    /// `isUnavailable`, and says so first.
+    /// of kind `.unavailable`, and says so first.
     init(_ error: PostgresError) {
         if error.isConnectionFailure {
-            self.init("PostgreSQL is unavailable: \(error.message)", isUnavailable: true)
+            self.init("PostgreSQL is unavailable: \(error.message)", kind: .unavailable)
         } else {
             self.init("PostgreSQL: \(error)")
         }

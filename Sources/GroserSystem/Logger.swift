@@ -1,4 +1,3 @@
-import GroserSystem
 import GroserWire
 #if canImport(Glibc)
 import Glibc
