@@ -44,8 +44,10 @@ public struct WireReader {
 
     /// A varint of at most `maxBytes` bytes, for a reader that knows how
     /// long the fields it takes can be (the request fast path refuses
-    /// anything longer). The same as `varint()` with `maxBytes` 10; kept as
-    /// its own loop because each compiles to the shortest code for its use.
+    /// anything longer). With `maxBytes` 10 it reads what `varint()` reads;
+    /// the two loops are kept apart because each compiles to exactly the
+    /// code its hot caller had before they shared this type (one loop for
+    /// both, however written, made longer code in one of them).
     @inlinable @inline(__always)
     public mutating func varint(maxBytes: Int) -> UInt64? {
         var result: UInt64 = 0

@@ -83,3 +83,19 @@ struct WireReaderTests {
         }
     }
 }
+
+@Suite("base64 for page tokens: URL-safe, unpadded, nothing else read")
+struct URLBase64Tests {
+    @Test(arguments: [[], [0], [0xFB], [0xFB, 0xFF], [0xFB, 0xFF, 0xBF], Array(0...40)] as [[UInt8]])
+    func roundTrips(bytes: [UInt8]) {
+        let text = Base64.encode(bytes, url: true)
+        #expect(!text.contains("=") && !text.contains("+") && !text.contains("/"))
+        #expect(Base64.decode(text, url: true) == bytes)
+        #expect(Base64.decode(text) == bytes)
+    }
+
+    @Test(arguments: ["+_8", "-/8", "-_8=", "A", "!!"])
+    func standardSpellingsArePageTokenForgeries(text: String) {
+        #expect(Base64.decode(text, url: true) == nil)
+    }
+}
