@@ -33,11 +33,7 @@ public struct WireReader {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while offset < bytes.count && shift < 64 {
-            let b = bytes[offset]
-            offset += 1
-            result |= UInt64(b & 0x7f) << shift
-            if b < 0x80 { return result }
-            shift += 7
+            if varintByte(into: &result, shift: &shift) { return result }
         }
         return nil
     }
@@ -45,22 +41,30 @@ public struct WireReader {
     /// A varint of at most `maxBytes` bytes, for a reader that knows how
     /// long the fields it takes can be (the request fast path refuses
     /// anything longer). With `maxBytes` 10 it reads what `varint()` reads;
-    /// the two loops are kept apart because each compiles to exactly the
-    /// code its hot caller had before they shared this type (one loop for
-    /// both, however written, made longer code in one of them).
+    /// the two bounds are kept apart (the byte is read by one function)
+    /// because each compiles to exactly the code its hot caller had before
+    /// they shared this type, and one bound for both made longer code.
     @inlinable @inline(__always)
     public mutating func varint(maxBytes: Int) -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let end = min(bytes.count, offset + maxBytes)
         while offset < end {
-            let b = bytes[offset]
-            offset += 1
-            result |= UInt64(b & 0x7f) << shift
-            if b < 0x80 { return result }
-            shift += 7
+            if varintByte(into: &result, shift: &shift) { return result }
         }
         return nil
+    }
+
+    /// Takes the varint's byte at the offset into `result`; true when it was
+    /// the last.
+    @inlinable @inline(__always)
+    mutating func varintByte(into result: inout UInt64, shift: inout UInt64) -> Bool {
+        let b = bytes[offset]
+        offset += 1
+        result |= UInt64(b & 0x7f) << shift
+        if b < 0x80 { return true }
+        shift += 7
+        return false
     }
 
     /// A length-delimited field's bytes (after its key); nil when its length
