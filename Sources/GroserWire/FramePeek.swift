@@ -1,7 +1,7 @@
-/// Reading a frame's envelope without decoding its body: the id and status
-/// of an answer the daemon wrote (for Stats and the request log), the id,
-/// status and body field of any Response (for the bench), and the method of
-/// a request groserd refuses unread. All read with the one `WireReader`.
+// Reading a frame's envelope without decoding its body: the id and status
+// of an answer the daemon wrote (for Stats and the request log), the id,
+// status and body field of any Response (for the bench), and the method of
+// a request groserd refuses unread. All read with the one `WireReader`.
 
 /// What Stats and the request log need from an answer frame the daemon
 /// wrote: its id and status code, read from the envelope's first fields
