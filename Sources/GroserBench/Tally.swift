@@ -1,4 +1,5 @@
 import GroserSystem
+import GroserWire
 /// What one load generator thread counted; merged across threads at the end.
 public struct BenchTally: Sendable, Equatable {
     /// Latency of every successful request, send to answer, in nanoseconds.

@@ -47,8 +47,7 @@ extension Commands {
             return { ctx in
                 let password = try readPassword(fromStdin: fromStdin, confirm: false)
                 let client = ctx.client()
-                let settings = try ClientSettings.load(from: ctx.settingsPath)
-                let guest = ctx.savedSession(settings, client) ?? ""
+                let guest = try ctx.savedSession(of: client) ?? ""
                 let result = try client.login(email: email, password: password, guestSession: guest, idempotencyKey: newKey())
                 try ClientSettings.update(at: ctx.settingsPath) { $0.sessions[client.socketPath] = result.session }
                 ctx.print(.login(result), human: HumanOutput.login(result))
@@ -61,8 +60,7 @@ extension Commands {
         validate: { parsed throws(UsageError) in
             return { ctx in
                 let client = ctx.client()
-                let settings = try ClientSettings.load(from: ctx.settingsPath)
-                guard let session = ctx.savedSession(settings, client) else {
+                guard let session = try ctx.savedSession(of: client) else {
                     throw GroserError.server(Status(.failedPrecondition, "There is no saved session for this groserd: nothing to log out of."))
                 }
                 try client.logout(session: session)
@@ -77,8 +75,7 @@ extension Commands {
         validate: { parsed throws(UsageError) in
             return { ctx in
                 let client = ctx.client()
-                let settings = try ClientSettings.load(from: ctx.settingsPath)
-                guard let session = ctx.savedSession(settings, client) else {
+                guard let session = try ctx.savedSession(of: client) else {
                     ctx.print(.whoAmI(Identity(account: nil, sessionCreatedAtUnix: 0)), human: "Not logged in (no session saved for this groserd).\n")
                     return
                 }

@@ -325,12 +325,6 @@ struct JSONParser {
                 guard let e = peek else { throw fail("unterminated escape") }
                 i += 1
                 switch e {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0c)
-                case UInt8(ascii: "n"): out.append(0x0a)
-                case UInt8(ascii: "r"): out.append(0x0d)
-                case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
                     var scalar = try hex4()
                     if (0xD800..<0xDC00).contains(scalar) {
@@ -345,7 +339,8 @@ struct JSONParser {
                     guard let u = Unicode.Scalar(scalar) else { throw fail("a bad \\u escape") }
                     out.append(contentsOf: Array(String(Character(u)).utf8))
                 default:
-                    throw fail("a bad escape")
+                    guard let plain = JSON.escapedByte(e) else { throw fail("a bad escape") }
+                    out.append(plain)
                 }
             default:
                 guard b >= 0x20 else { throw fail("a control character in a string") }

@@ -95,6 +95,11 @@ struct Context {
         settings.session(for: client.socketPath, isDefaultSocket: client.socketPath == GroserClient.defaultSocketPath())
     }
 
+    /// The session saved for `client`'s daemon, from the settings file.
+    func savedSession(of client: GroserClient) throws -> String? {
+        savedSession(try ClientSettings.load(from: settingsPath), client)
+    }
+
     /// The store --city or --store names, else the saved city's default store.
     func storeSelector(city: String?, store: String?) throws -> StoreSelector {
         if let city { return .cityCode(city) }
@@ -182,17 +187,7 @@ enum ListFormat: String, CaseIterable {
     /// A tab, newline or backslash in a value would break the row: escaped.
     private static func cell(_ s: String) -> String {
         guard s.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\\" }) else { return s }
-        var out = ""
-        for c in s {
-            switch c {
-            case "\t": out += "\\t"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\\": out += "\\\\"
-            default: out.append(c)
-            }
-        }
-        return out
+        return s.escaping(["\t": "\\t", "\n": "\\n", "\r": "\\r", "\\": "\\\\"])
     }
 }
 

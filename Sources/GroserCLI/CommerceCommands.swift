@@ -13,6 +13,21 @@ extension Commands {
         return n
     }
 
+    /// cart add and cart set: the store, the product (the first argument),
+    /// the quantity in `text` and the idempotency key, read before anything
+    /// is sent; then `change` of the session's cart, retried by that key.
+    private static func lineChange(_ parsed: ParsedArguments, quantity text: String,
+                                   _ change: @escaping (GroserClient, CartMutation, String, UInt32) throws -> Cart)
+        throws(UsageError) -> ClientAction {
+        let store = try StoreChoice(parsed)
+        let product = parsed.positionals[0]
+        let n = try quantity(text)
+        let key = parsed.values["--idempotency-key"] ?? newKey()
+        return { ctx in try withCart(ctx, store) { client, session, storeUID in
+            try retryable(key) { try change(client, mutation(session, storeUID, key), product, n) }
+        } }
+    }
+
     static let cart = Subcommand(
         name: "cart",
         abstract: "Shows or changes the cart at a store (by default the saved city's default store).",
@@ -40,13 +55,7 @@ extension Commands {
         arguments: [ArgumentSpec("PRODUCT", "the product's uid")],
         exitCodes: [ExitCodeSpec(73, "out of stock, or the line would exceed the most one line holds (FAILED_PRECONDITION)")],
         validate: { parsed throws(UsageError) in
-            let store = try StoreChoice(parsed)
-            let product = parsed.positionals[0]
-            let n = try quantity(parsed.values["--qty"] ?? "1")
-            let key = parsed.values["--idempotency-key"] ?? newKey()
-            return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                try retryable(key) { try client.addItem(mutation(session, storeUID, key), productUID: product, quantity: n) }
-            } }
+            try lineChange(parsed, quantity: parsed.values["--qty"] ?? "1") { try $0.addItem($1, productUID: $2, quantity: $3) }
         })
 
     static let cartSet = Subcommand(
@@ -55,13 +64,7 @@ extension Commands {
         options: [idempotencyKeyOption] + storeOptions,
         arguments: [ArgumentSpec("PRODUCT", "the product's uid"), ArgumentSpec("N", "the quantity")],
         validate: { parsed throws(UsageError) in
-            let store = try StoreChoice(parsed)
-            let product = parsed.positionals[0]
-            let n = try quantity(parsed.positionals[1])
-            let key = parsed.values["--idempotency-key"] ?? newKey()
-            return { ctx in try withCart(ctx, store) { client, session, storeUID in
-                try retryable(key) { try client.setQuantity(mutation(session, storeUID, key), productUID: product, quantity: n) }
-            } }
+            try lineChange(parsed, quantity: parsed.positionals[1]) { try $0.setQuantity($1, productUID: $2, quantity: $3) }
         })
 
     static let cartRemove = Subcommand(
@@ -206,8 +209,7 @@ extension Commands {
             let format = ListFormat(parsed)
             return { ctx in
                 let client = ctx.client()
-                let settings = try ClientSettings.load(from: ctx.settingsPath)
-                guard let session = ctx.savedSession(settings, client) else {
+                guard let session = try ctx.savedSession(of: client) else {
                     ctx.printList(.listOrders([]), path: ["orders"], format: format, human: "No orders yet.\n")
                     return
                 }

@@ -78,3 +78,16 @@ struct TerminalText: ExpressibleByStringInterpolation, Sendable {
         return out
     }
 }
+
+extension String {
+    /// The string with each character `replacements` names written as its
+    /// replacement, the rest as they are: for the text formats (a table's
+    /// cells, Prometheus labels) in which a few characters would end a field.
+    func escaping(_ replacements: KeyValuePairs<Character, String>) -> String {
+        var out = ""
+        for c in self {
+            if let r = replacements.first(where: { $0.key == c }) { out += r.value } else { out.append(c) }
+        }
+        return out
+    }
+}

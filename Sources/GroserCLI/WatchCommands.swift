@@ -202,15 +202,6 @@ enum StatsOutput {
 
     /// A label value as the text format needs it: backslash, quote and line feed escaped.
     private static func label(_ s: String) -> String {
-        var out = ""
-        for ch in s {
-            switch ch {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(ch)
-            }
-        }
-        return out
+        s.escaping(["\\": "\\\\", "\"": "\\\"", "\n": "\\n"])
     }
 }

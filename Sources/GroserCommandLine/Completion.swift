@@ -61,10 +61,9 @@ extension CommandLineProgram {
             }
         }
         s += "  esac\n  case \"$cmdpath\" in\n"
-        for chain in allChains() {
-            let files = chain.last!.arguments.contains(where: \.takesFile) ? "; COMPREPLY+=($(compgen -f -- \"$cur\"))" : ""
-            s += "    \"\(shellPath(chain))\") if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"\(optionWords(chain).joined(separator: " "))\" -- \"$cur\"));"
-            s += " else COMPREPLY=($(compgen -W \"\(words(chain).joined(separator: " "))\" -- \"$cur\"))\(files); fi ;;\n"
+        s += chainArms { path, options, words, takesFile in
+            "    \"\(path)\") if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W \"\(options)\" -- \"$cur\"));"
+                + " else COMPREPLY=($(compgen -W \"\(words)\" -- \"$cur\"))\(takesFile ? "; COMPREPLY+=($(compgen -f -- \"$cur\"))" : ""); fi ;;\n"
         }
         s += "  esac\n}\ncomplete -F \(f) \(name)\n"
         return s
@@ -87,13 +86,23 @@ extension CommandLineProgram {
             else { s += "    (\(spelled)) return ;;\n" }
         }
         s += "  esac\n  case $cmdpath in\n"
-        for chain in allChains() {
-            let files = chain.last!.arguments.contains(where: \.takesFile) ? "; _files" : ""
-            s += "    (\"\(shellPath(chain))\") if [[ $PREFIX == -* ]]; then compadd -- \(optionWords(chain).joined(separator: " "));"
-            s += " else compadd -- \(words(chain).joined(separator: " "))\(files); fi ;;\n"
+        s += chainArms { path, options, words, takesFile in
+            "    (\"\(path)\") if [[ $PREFIX == -* ]]; then compadd -- \(options);"
+                + " else compadd -- \(words)\(takesFile ? "; _files" : ""); fi ;;\n"
         }
         s += "  esac\n}\nif [[ $zsh_eval_context[-1] == loadautofunc ]]; then\n  \(f) \"$@\"\nelse\n  compdef \(f) \(name)\nfi\n"
         return s
+    }
+
+    /// One `case` arm per command path, written by `arm` from the path, its
+    /// options and its subcommands (each space-separated) and whether it
+    /// takes a file: bash and zsh offer the options after a "-", else the
+    /// subcommands (and files).
+    private func chainArms(_ arm: (_ path: String, _ options: String, _ words: String, _ takesFile: Bool) -> String) -> String {
+        allChains().map { chain in
+            arm(shellPath(chain), optionWords(chain).joined(separator: " "), words(chain).joined(separator: " "),
+                chain.last!.arguments.contains(where: \.takesFile))
+        }.joined()
     }
 
     /// A fish completion script (`complete -c`).

@@ -76,6 +76,25 @@ extension JSON {
     }
 }
 
+extension JSON {
+    /// The byte a one-letter escape after a backslash in a JSON string
+    /// stands for (\" \\ \/ \b \f \n \r \t); nil for anything else, \u
+    /// (which four hex digits follow) included.
+    public static func escapedByte(_ letter: UInt8) -> UInt8? {
+        switch letter {
+        case UInt8(ascii: "\""): 0x22
+        case UInt8(ascii: "\\"): 0x5C
+        case UInt8(ascii: "/"): 0x2F
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+}
+
 private struct JSONParser {
     let bytes: [UInt8]
     var i = 0
@@ -232,14 +251,6 @@ private struct JSONParser {
                 guard let e = peek else { throw fail("the text ends inside a string") }
                 i += 1
                 switch e {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
                     let escapeStart = i - 2
                     var scalar = try hex4()
@@ -256,7 +267,10 @@ private struct JSONParser {
                     }
                     out += Array(String(Character(Unicode.Scalar(scalar)!)).utf8)
                 default:
-                    throw fail("an unknown escape \\\(Character(Unicode.Scalar(e)))", at: i - 2)
+                    guard let plain = JSON.escapedByte(e) else {
+                        throw fail("an unknown escape \\\(Character(Unicode.Scalar(e)))", at: i - 2)
+                    }
+                    out.append(plain)
                 }
             default:
                 guard b >= 0x20 else { throw fail("a control character inside a string must be escaped") }

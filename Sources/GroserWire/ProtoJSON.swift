@@ -274,12 +274,16 @@ extension ProtoMessage {
 }
 
 /// Base64 as RFC 4648 writes it, with padding; reading also accepts the
-/// URL-safe alphabet and missing padding, as json_format does.
+/// URL-safe alphabet and missing padding, as json_format does. With `url`,
+/// the URL-safe alphabet without padding (RFC 4648 §5) alone, written and
+/// read, as groserd's page tokens are.
 public enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    /// `bytes` in the standard alphabet, padded.
-    public static func encode(_ bytes: [UInt8]) -> String {
+    /// `bytes` in the standard alphabet, padded; with `url`, URL-safe and unpadded.
+    public static func encode(_ bytes: [UInt8], url: Bool = false) -> String {
+        let alphabet = url ? urlAlphabet : alphabet
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
         var i = 0
@@ -289,15 +293,16 @@ public enum Base64 {
             if n > 1 { v |= UInt32(bytes[i + 1]) << 8 }
             if n > 2 { v |= UInt32(bytes[i + 2]) }
             for k in 0..<4 {
-                out.append(k <= n ? alphabet[Int((v >> (18 - 6 * UInt32(k))) & 63)] : UInt8(ascii: "="))
+                if k <= n { out.append(alphabet[Int((v >> (18 - 6 * UInt32(k))) & 63)]) } else if !url { out.append(UInt8(ascii: "=")) }
             }
             i += 3
         }
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The bytes of `text`; nil when it is not base64.
-    public static func decode(_ text: String) -> [UInt8]? {
+    /// The bytes of `text`; nil when it is not base64 (with `url`, when it
+    /// is not URL-safe unpadded base64).
+    public static func decode(_ text: String, url: Bool = false) -> [UInt8]? {
         var sextets: [UInt8] = []
         var padding = 0
         for b in text.utf8 {
@@ -306,9 +311,11 @@ public enum Base64 {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"): v = b - UInt8(ascii: "A")
             case UInt8(ascii: "a")...UInt8(ascii: "z"): v = b - UInt8(ascii: "a") + 26
             case UInt8(ascii: "0")...UInt8(ascii: "9"): v = b - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"), UInt8(ascii: "-"): v = 62
-            case UInt8(ascii: "/"), UInt8(ascii: "_"): v = 63
-            case UInt8(ascii: "="): padding += 1; continue
+            case UInt8(ascii: "-"): v = 62
+            case UInt8(ascii: "_"): v = 63
+            case UInt8(ascii: "+") where !url: v = 62
+            case UInt8(ascii: "/") where !url: v = 63
+            case UInt8(ascii: "=") where !url: padding += 1; continue
             default: return nil
             }
             guard padding == 0 else { return nil }  // nothing after padding

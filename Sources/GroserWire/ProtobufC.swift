@@ -581,16 +581,9 @@ struct WireScan {
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     private mutating func varint() -> UInt64? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < bytes.count && shift < 64 {
-            let b = bytes[offset]
-            offset += 1
-            value |= UInt64(b & 0x7f) << shift
-            if b < 0x80 { return value }
-            shift += 7
-        }
-        return nil
+        var reader = WireReader(bytes, offset: offset)
+        defer { offset = reader.offset }
+        return reader.varint()
     }
 
     /// The next field. A field whose key reads but whose value does not

@@ -19,7 +19,7 @@ extension Request {
 
     /// The request in `bytes` (a frame's body), or nil: then use `decode`.
     public static func decodeCommonMethod(_ bytes: UnsafeRawBufferPointer) -> Request? {
-        var reader = FastWireReader(bytes)
+        var reader = WireReader(bytes)
         var id: UInt64 = 0
         var deadline: UInt32 = 0
         // The method's tag and body; decoded once, after the loop (a
@@ -41,7 +41,7 @@ extension Request {
                 deadline = UInt32(truncatingIfNeeded: v)
                 seenDeadline = true
             case serverInfoTag, listCitiesTag, getStoreTag, getShelfTag, addItemTag, setQuantityTag:
-                guard methodTag == 0, let body = reader.lengthDelimited() else { return nil }
+                guard methodTag == 0, let body = reader.shortField() else { return nil }
                 methodTag = tag
                 methodBody = body
             default:
@@ -71,7 +71,7 @@ extension Request {
     }
 
     private static func getStore(_ bytes: UnsafeRawBufferPointer) -> RequestMethod? {
-        var reader = FastWireReader(bytes)
+        var reader = WireReader(bytes)
         var selector: StoreSelector?
         var includeProducts = false
         var seenProducts = false
@@ -102,7 +102,7 @@ extension Request {
     /// AddItemRequest and SetQuantityRequest (the same fields); nil without
     /// the cart mutation, which protobuf-c's reading fills in otherwise.
     private static func cartItem(_ bytes: UnsafeRawBufferPointer) -> (cart: CartMutation, product: String, quantity: UInt32)? {
-        var reader = FastWireReader(bytes)
+        var reader = WireReader(bytes)
         var cart: CartMutation?
         var product: String?
         var quantity: UInt32?
@@ -110,7 +110,7 @@ extension Request {
             guard let tag = reader.varint(maxBytes: 1) else { return nil }
             switch tag {
             case 1 << 3 | 2:
-                guard cart == nil, let body = reader.lengthDelimited(), let m = cartMutation(body) else { return nil }
+                guard cart == nil, let body = reader.shortField(), let m = cartMutation(body) else { return nil }
                 cart = m
             case 2 << 3 | 2:
                 guard product == nil, let text = reader.string() else { return nil }
@@ -127,7 +127,7 @@ extension Request {
     }
 
     private static func cartMutation(_ bytes: UnsafeRawBufferPointer) -> CartMutation? {
-        var reader = FastWireReader(bytes)
+        var reader = WireReader(bytes)
         var session: String?, store: String?, key: String?
         var version: UInt64?
         while !reader.atEnd {
@@ -153,7 +153,7 @@ extension Request {
     }
 
     private static func getShelf(_ bytes: UnsafeRawBufferPointer) -> RequestMethod? {
-        var reader = FastWireReader(bytes)
+        var reader = WireReader(bytes)
         var uid = ""
         var seen = false
         var known: UInt64 = 0
@@ -177,43 +177,17 @@ extension Request {
     }
 }
 
-/// Protobuf wire values from a buffer, refusing (nil) anything unusual
-/// rather than reading past the end.
-private struct FastWireReader {
-    private let bytes: UnsafeRawBufferPointer
-    private var offset = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
-
-    var atEnd: Bool { offset >= bytes.count }
-
-    /// A varint of at most `maxBytes` bytes.
-    @inline(__always)
-    mutating func varint(maxBytes: Int) -> UInt64? {
-        var result: UInt64 = 0
-        var shift: UInt64 = 0
-        let end = min(bytes.count, offset + maxBytes)
-        while offset < end {
-            let b = bytes[offset]
-            offset += 1
-            result |= UInt64(b & 0x7f) << shift
-            if b < 0x80 { return result }
-            shift += 7
-        }
-        return nil
-    }
-
-    mutating func lengthDelimited() -> UnsafeRawBufferPointer? {
-        guard let length = varint(maxBytes: 3), length <= UInt64(bytes.count - offset) else { return nil }
-        let start = offset
-        offset += Int(length)
-        return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
-    }
+extension WireReader {
+    /// A length-delimited field of the fast path: its length fits three
+    /// bytes (any longer is left to protobuf-c). Out of line, with the limit
+    /// built in, as the fast path's own reader had it.
+    @inline(never)
+    fileprivate mutating func shortField() -> UnsafeRawBufferPointer? { lengthDelimited(maxLengthBytes: 3) }
 
     /// A string field's text; nil when it holds a NUL, which the C strings
     /// of protobuf-c would cut short.
-    mutating func string() -> String? {
-        guard let raw = lengthDelimited(), !raw.contains(0) else { return nil }
+    fileprivate mutating func string() -> String? {
+        guard let raw = shortField(), !raw.contains(0) else { return nil }
         return String(decoding: raw, as: UTF8.self)
     }
 }

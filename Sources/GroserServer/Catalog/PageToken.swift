@@ -1,5 +1,6 @@
 import CSodium
 import GroserSystem
+import GroserWire
 
 /// ListProducts' page tokens (AIP-158): opaque to clients, and signed, so a
 /// token cannot be forged or moved to another store or shelf. A token holds
@@ -30,11 +31,11 @@ enum PageToken {
         append(layoutVersion, bytes: 8, to: &payload)
         append(UInt64(offset), bytes: 4, to: &payload)
         payload += mac(payload, storeUID: storeUID, shelfUID: shelfUID)
-        return prefix + base64URL(payload)
+        return prefix + Base64.encode(payload, url: true)
     }
 
     static func read(_ token: String, storeUID: String, shelfUID: String) -> Reading {
-        guard token.hasPrefix(prefix), let payload = fromBase64URL(String(token.dropFirst(prefix.count))),
+        guard token.hasPrefix(prefix), let payload = Base64.decode(String(token.dropFirst(prefix.count)), url: true),
               payload.count == 12 + macBytes else { return .forged }
         let body = Array(payload[0..<12])
         let expected = mac(body, storeUID: storeUID, shelfUID: shelfUID)
@@ -63,39 +64,5 @@ enum PageToken {
 
     private static func append(_ value: UInt64, bytes: Int, to out: inout [UInt8]) {
         for i in (0..<bytes).reversed() { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(i)))) }
-    }
-
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        var i = 0
-        while i < bytes.count {
-            let n = min(3, bytes.count - i)
-            var v: UInt32 = 0
-            for j in 0..<3 { v = v << 8 | UInt32(j < n ? bytes[i + j] : 0) }
-            for j in 0..<(n + 1) { out.append(alphabet[Int((v >> (18 - 6 * UInt32(j))) & 63)]) }
-            i += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func fromBase64URL(_ text: String) -> [UInt8]? {
-        var values: [UInt32] = []
-        for c in text.utf8 {
-            guard let v = alphabet.firstIndex(of: c) else { return nil }
-            values.append(UInt32(v))
-        }
-        guard values.count % 4 != 1 else { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < values.count {
-            let n = min(4, values.count - i)
-            var v: UInt32 = 0
-            for j in 0..<4 { v = v << 6 | (j < n ? values[i + j] : 0) }
-            for j in 0..<(n - 1) { out.append(UInt8(truncatingIfNeeded: v >> (16 - 8 * UInt32(j)))) }
-            i += 4
-        }
-        return out
     }
 }

@@ -34,14 +34,7 @@ extension RequestHandler {
         // The products searched: the store's, a department's or a shelf's.
         var range: Range<UInt32>?
         if !request.shelfUID.isEmpty {
-            guard let location = catalog.location(ofShelf: request.shelfUID) else {
-                fail(id, .notFound, "No shelf has the uid \"\(printable(request.shelfUID))\".", &out)
-                return
-            }
-            guard location.storeUID == store.uid else {
-                fail(id, .invalidArgument, "The shelf \(printable(request.shelfUID)) belongs to store \(location.storeUID), not to \(store.uid).", &out)
-                return
-            }
+            guard let location = location(ofShelf: request.shelfUID, in: store, storeShown: store.uid, id, &out) else { return }
             range = index.products(ofShelf: store.flatIndex(of: location))
         } else if !request.departmentUID.isEmpty {
             var first = 0
@@ -95,14 +88,14 @@ extension RequestHandler {
             appendHit(hit, store: store, index: index, outcome: outcome, to: &body)
         }
         let end = offset + hits.count
-        ProtoWriter.appendVarintField(2, UInt64(outcome.total), to: &body)
+        ProtoWriter.appendVarintField(AnswerField.SearchProducts.totalEstimate, UInt64(outcome.total), to: &body)
         if end < outcome.total {
-            appendString(3, PageToken.make(storeUID: store.uid, shelfUID: tokenKey, layoutVersion: store.layoutVersion, offset: end), to: &body)
+            appendString(AnswerField.SearchProducts.nextPageToken, PageToken.make(storeUID: store.uid, shelfUID: tokenKey, layoutVersion: store.layoutVersion, offset: end), to: &body)
         }
-        appendString(4, outcome.queryUsed, to: &body)
-        if outcome.layoutSwitched { ProtoWriter.appendVarintField(5, 1, to: &body) }
-        appendString(6, store.uid, to: &body)
-        ProtoWriter.appendVarintField(7, store.version, to: &body)
+        appendString(AnswerField.SearchProducts.queryUsed, outcome.queryUsed, to: &body)
+        if outcome.layoutSwitched { ProtoWriter.appendVarintField(AnswerField.SearchProducts.layoutSwitched, 1, to: &body) }
+        appendString(AnswerField.SearchProducts.storeUID, store.uid, to: &body)
+        ProtoWriter.appendVarintField(AnswerField.SearchProducts.storeVersion, store.version, to: &body)
         ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: body, to: &out)
     }
 
@@ -116,22 +109,22 @@ extension RequestHandler {
         var hitBody: [UInt8] = []
         shelf.message.withUnsafeBytes { raw in
             let product = UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)])
-            ProtoWriter.appendLengthDelimitedHeader(1, product.count, to: &hitBody)
+            ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchHit.product, product.count, to: &hitBody)
             hitBody.append(contentsOf: product)
             let name = Self.productName(product)
             for h in index.highlights(in: name, for: outcome) {
                 var range: [UInt8] = []
-                ProtoWriter.appendVarintField(1, UInt64(h.lowerBound), to: &range)
-                ProtoWriter.appendVarintField(2, UInt64(h.count), to: &range)
-                ProtoWriter.appendLengthDelimitedHeader(2, range.count, to: &hitBody)
+                ProtoWriter.appendVarintField(AnswerField.TextRange.start, UInt64(h.lowerBound), to: &range)
+                ProtoWriter.appendVarintField(AnswerField.TextRange.length, UInt64(h.count), to: &range)
+                ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchHit.highlights, range.count, to: &hitBody)
                 hitBody.append(contentsOf: range)
             }
         }
-        ProtoWriter.appendVarintField(3, UInt64(hit.matchedWords), to: &hitBody)
-        appendString(4, shelf.name, to: &hitBody)
-        appendString(5, place.department.uid, to: &hitBody)
-        appendString(6, place.department.name, to: &hitBody)
-        ProtoWriter.appendLengthDelimitedHeader(1, hitBody.count, to: &body)
+        ProtoWriter.appendVarintField(AnswerField.SearchHit.matchedWords, UInt64(hit.matchedWords), to: &hitBody)
+        appendString(AnswerField.SearchHit.shelfName, shelf.name, to: &hitBody)
+        appendString(AnswerField.SearchHit.departmentUID, place.department.uid, to: &hitBody)
+        appendString(AnswerField.SearchHit.departmentName, place.department.name, to: &hitBody)
+        ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchProducts.hits, hitBody.count, to: &body)
         body.append(contentsOf: hitBody)
     }
 
@@ -142,47 +135,16 @@ extension RequestHandler {
         out.append(contentsOf: bytes)
     }
 
-    /// Product.name (field 2) from a Product message groserd encoded.
+    /// Product.name from a Product message groserd encoded; empty when the
+    /// message has none (or is cut short).
     static func productName(_ message: UnsafeRawBufferPointer) -> String {
-        var i = 0
-        func varint() -> UInt64? {
-            var v: UInt64 = 0, shift: UInt64 = 0
-            while i < message.count, shift < 64 {
-                let b = message[i]
-                i += 1
-                v |= UInt64(b & 0x7f) << shift
-                if b & 0x80 == 0 { return v }
-                shift += 7
+        var reader = WireReader(message)
+        while !reader.atEnd, let key = reader.varint() {
+            if key == UInt64(AnswerField.Product.name) << 3 | UInt64(ProtoWriter.wireLengthDelimited) {
+                return reader.lengthDelimited().map { String(decoding: $0, as: UTF8.self) } ?? ""
             }
-            return nil
-        }
-        while i < message.count, let tag = varint() {
-            switch tag & 7 {
-            case 0: guard varint() != nil else { return "" }
-            case 1: i += 8
-            case 5: i += 4
-            case 2:
-                guard let n = varint(), i + Int(n) <= message.count else { return "" }
-                if tag >> 3 == 2 { return String(decoding: UnsafeRawBufferPointer(rebasing: message[i..<(i + Int(n))]), as: UTF8.self) }
-                i += Int(n)
-            default: return ""
-            }
+            guard reader.skip(wireType: key & 7) else { return "" }
         }
         return ""
-    }
-}
-
-extension StoreSegments {
-    /// The shelf, the department and the position on the shelf of the
-    /// store's `product`th product (in the store's order).
-    func place(ofProduct product: Int) -> (shelf: ShelfSegment, department: DepartmentSegments, index: Int)? {
-        guard product >= 0 && product < productCount else { return nil }
-        var lo = 0, hi = shelfStarts.count - 1
-        while lo < hi {
-            let mid = (lo + hi + 1) / 2
-            if shelfStarts[mid] <= product { lo = mid } else { hi = mid - 1 }
-        }
-        // An empty shelf shares its start with the next: the last one wins.
-        return (flatShelves[lo], departments[departmentOfShelf[lo]], product - shelfStarts[lo])
     }
 }
