@@ -100,9 +100,14 @@ public struct MethodInfo: Sendable, Hashable {
     /// The request's strings `FieldLimits` bounds, as its refusals name them
     /// (PROTOCOL.md §11); a test holds FieldLimits to exactly these.
     public let limitedFields: [String]
+    /// The GroserClient method that calls it, in a sync and (when
+    /// `clientAsync`) an async form; nil when the client has none (a watch
+    /// is cancelled by ending its stream). A test finds each in Sources/GroserClient.
+    public let clientWrapper: String?
+    public let clientAsync: Bool
 
     init(_ field: MethodField, _ name: String, _ oneofField: String, _ requestMessage: String, _ responseMessage: String,
-         _ access: Access, _ retry: Retry, _ executor: Executor, streams: Bool = false, limits limitedFields: [String] = []) {
+         _ access: Access, _ retry: Retry, _ executor: Executor, streams: Bool = false, limits limitedFields: [String] = [], client: String?, clientAsync: Bool = true) {
         self.field = field
         self.name = name
         self.oneofField = oneofField
@@ -113,6 +118,8 @@ public struct MethodInfo: Sendable, Hashable {
         self.executor = executor
         self.streams = streams
         self.limitedFields = limitedFields
+        self.clientWrapper = client
+        self.clientAsync = clientAsync
     }
 
     /// Answered somewhere other than the event loop that read it.
@@ -127,70 +134,70 @@ extension MethodField {
     var entry: MethodInfo {
         switch self {
         case .serverInfo:
-            MethodInfo(self, "ServerInfo", "server_info", "ServerInfoRequest", "ServerInfoResponse", .anyone, .safe, .catalogReader)
+            MethodInfo(self, "ServerInfo", "server_info", "ServerInfoRequest", "ServerInfoResponse", .anyone, .safe, .catalogReader, client: "serverInfo")
         case .listCities:
-            MethodInfo(self, "ListCities", "list_cities", "ListCitiesRequest", "ListCitiesResponse", .anyone, .safe, .catalogReader)
+            MethodInfo(self, "ListCities", "list_cities", "ListCitiesRequest", "ListCitiesResponse", .anyone, .safe, .catalogReader, client: "listCities")
         case .getStore:
-            MethodInfo(self, "GetStore", "get_store", "GetStoreRequest", "GetStoreResponse", .anyone, .safe, .catalogReader)
+            MethodInfo(self, "GetStore", "get_store", "GetStoreRequest", "GetStoreResponse", .anyone, .safe, .catalogReader, client: "store")
         case .getShelf:
-            MethodInfo(self, "GetShelf", "get_shelf", "GetShelfRequest", "GetShelfResponse", .anyone, .safe, .catalogReader)
+            MethodInfo(self, "GetShelf", "get_shelf", "GetShelfRequest", "GetShelfResponse", .anyone, .safe, .catalogReader, client: "shelf")
         case .openSession:
             MethodInfo(self, "OpenSession", "open_session", "OpenSessionRequest", "OpenSessionResponse",
-                       .anyone, .unsafe, .customerShard)
+                       .anyone, .unsafe, .customerShard, client: "openSession")
         case .getCart:
             MethodInfo(self, "GetCart", "get_cart", "GetCartRequest", "CartResponse", .session, .safe, .customerShard,
-                       limits: ["session", "store_uid"])
+                       limits: ["session", "store_uid"], client: "cart")
         case .addItem:
             MethodInfo(self, "AddItem", "add_item", "AddItemRequest", "CartResponse", .session, .withIdempotencyKey,
-                       .customerShard, limits: Self.cartChange + ["product_uid"])
+                       .customerShard, limits: Self.cartChange + ["product_uid"], client: "addItem")
         case .setQuantity:
             MethodInfo(self, "SetQuantity", "set_quantity", "SetQuantityRequest", "CartResponse", .session,
-                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"])
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"], client: "setQuantity")
         case .removeItem:
             MethodInfo(self, "RemoveItem", "remove_item", "RemoveItemRequest", "CartResponse", .session,
-                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"])
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"], client: "removeItem")
         case .clearCart:
             MethodInfo(self, "ClearCart", "clear_cart", "ClearCartRequest", "CartResponse", .session,
-                       .withIdempotencyKey, .customerShard, limits: Self.cartChange)
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange, client: "clearCart")
         case .checkout:
             MethodInfo(self, "Checkout", "checkout", "CheckoutRequest", "CheckoutResponse", .session, .withIdempotencyKey,
-                       .customerShard, limits: Self.cartChange + ["delivery_address", "card.number", "card.cvc", "card.holder_name"])
+                       .customerShard, limits: Self.cartChange + ["delivery_address", "card.number", "card.cvc", "card.holder_name"], client: "checkout")
         case .listOrders:
             MethodInfo(self, "ListOrders", "list_orders", "ListOrdersRequest", "ListOrdersResponse", .session, .safe,
-                       .customerShard, limits: ["session"])
+                       .customerShard, limits: ["session"], client: "orders")
         case .setProduct:
             MethodInfo(self, "SetProduct", "set_product", "SetProductRequest", "SetProductResponse", .operators, .safe,
-                       .commitQueue, limits: ["product_uid"])
+                       .commitQueue, limits: ["product_uid"], client: "setProduct")
         case .listProducts:
             MethodInfo(self, "ListProducts", "list_products", "ListProductsRequest", "ListProductsResponse",
-                       .anyone, .safe, .catalogReader)
+                       .anyone, .safe, .catalogReader, client: "productPage")
         case .importCatalog:
             MethodInfo(self, "ImportCatalog", "import_catalog", "ImportCatalogRequest", "ImportCatalogResponse",
-                       .operators, .safe, .importThread)
+                       .operators, .safe, .importThread, client: "importCatalog", clientAsync: false)
         case .exportCatalog:
             MethodInfo(self, "ExportCatalog", "export_catalog", "ExportCatalogRequest", "ExportCatalogResponse",
-                       .operators, .safe, .importThread)
+                       .operators, .safe, .importThread, client: "exportPage", clientAsync: false)
         case .register:
-            MethodInfo(self, "Register", "register", "RegisterRequest", "RegisterResponse", .anyone, .unsafe, .accountWorkers)
+            MethodInfo(self, "Register", "register", "RegisterRequest", "RegisterResponse", .anyone, .unsafe, .accountWorkers, client: "register")
         case .login:
             MethodInfo(self, "Login", "login", "LoginRequest", "LoginResponse", .anyone, .withIdempotencyKey,
-                       .accountWorkers, limits: ["session", "idempotency_key"])
+                       .accountWorkers, limits: ["session", "idempotency_key"], client: "login")
         case .logout:
             MethodInfo(self, "Logout", "logout", "LogoutRequest", "LogoutResponse", .session, .unsafe, .customerShard,
-                       limits: ["session"])
+                       limits: ["session"], client: "logout")
         case .whoAmI:
             MethodInfo(self, "WhoAmI", "who_am_i", "WhoAmIRequest", "WhoAmIResponse", .session, .safe, .customerShard,
-                       limits: ["session"])
+                       limits: ["session"], client: "whoAmI")
         case .watch:
-            MethodInfo(self, "Watch", "watch", "WatchRequest", "WatchEvent", .anyone, .safe, .eventLoop, streams: true)
+            MethodInfo(self, "Watch", "watch", "WatchRequest", "WatchEvent", .anyone, .safe, .eventLoop, streams: true, client: "watch")
         case .cancelWatch:
             MethodInfo(self, "CancelWatch", "cancel_watch", "CancelWatchRequest", "CancelWatchResponse",
-                       .anyone, .unsafe, .eventLoop)
+                       .anyone, .unsafe, .eventLoop, client: nil)
         case .stats:
-            MethodInfo(self, "Stats", "stats", "StatsRequest", "StatsResponse", .anyone, .safe, .eventLoop)
+            MethodInfo(self, "Stats", "stats", "StatsRequest", "StatsResponse", .anyone, .safe, .eventLoop, client: "stats")
         case .searchProducts:
             MethodInfo(self, "SearchProducts", "search_products", "SearchProductsRequest", "SearchProductsResponse",
-                       .anyone, .safe, .catalogReader)
+                       .anyone, .safe, .catalogReader, client: "search")
         }
     }
 
