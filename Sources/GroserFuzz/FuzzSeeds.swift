@@ -67,6 +67,12 @@ public enum FuzzSeeds {
                                                                       pageToken: "p1.AAAAAAAAAAEAAAAHAAAAAAAAAAAAAAAAAAAAAA"))),
                 Request(id: 35, method: .searchProducts(SearchRequest(selector: nil, query: " "))),
             ])),
+            ("method-34-list-stores", frames([
+                Request(id: 36, method: .listStores(city: .code("spb"))),
+                Request(id: 37, method: .listStores(city: .uid("city-msk"))),
+                Request(id: 38, method: .listStores(city: nil)),
+                Request(id: 39, method: .listStores(city: .code("XXX"))),
+            ])),
             ("method-15-list-products", frames([
                 Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
                 Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),

@@ -38,6 +38,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case cancelWatch = 31
     case stats = 32
     case searchProducts = 33
+    case listStores = 34
 
     /// The method's name as ServerInfo lists it (MethodTable).
     public var methodName: String { info.name }
@@ -198,6 +199,9 @@ extension MethodField {
         case .searchProducts:
             MethodInfo(self, "SearchProducts", "search_products", "SearchProductsRequest", "SearchProductsResponse",
                        .anyone, .safe, .catalogReader, client: "search")
+        case .listStores:
+            MethodInfo(self, "ListStores", "list_stores", "ListStoresRequest", "ListStoresResponse",
+                       .anyone, .safe, .catalogReader, client: "stores")
         }
     }
 
@@ -224,8 +228,40 @@ extension RequestMethod {
         case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): m.session
         case .checkout(let d): d.session
         case .login, .serverInfo, .listCities, .getStore, .getShelf, .listProducts, .importCatalog, .exportCatalog,
-             .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .unknown:
+             .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores,
+             .unknown:
             nil
+        }
+    }
+}
+
+extension ResponseBody {
+    /// True when this body is an OK answer of `field`'s method (a cart
+    /// answers GetCart and every cart change). Every body is named.
+    public func answers(_ field: MethodField) -> Bool {
+        switch self {
+        case .none: false
+        case .cart: [.getCart, .addItem, .setQuantity, .removeItem, .clearCart].contains(field)
+        case .serverInfo: field == .serverInfo
+        case .listCities: field == .listCities
+        case .getStore: field == .getStore
+        case .getShelf: field == .getShelf
+        case .listProducts: field == .listProducts
+        case .importCatalog: field == .importCatalog
+        case .exportCatalog: field == .exportCatalog
+        case .openSession: field == .openSession
+        case .checkout: field == .checkout
+        case .listOrders: field == .listOrders
+        case .setProduct: field == .setProduct
+        case .register: field == .register
+        case .login: field == .login
+        case .logout: field == .logout
+        case .whoAmI: field == .whoAmI
+        case .watch: field == .watch
+        case .cancelWatch: field == .cancelWatch
+        case .stats: field == .stats
+        case .searchProducts: field == .searchProducts
+        case .listStores: field == .listStores
         }
     }
 }

@@ -174,7 +174,7 @@ private func department(_ p: UnsafeMutablePointer<Groser__V1__Department>) -> De
     return Department(uid: str(c.uid), name: str(c.name), shelves: items(c.shelves, c.n_shelves).map(shelf))
 }
 
-private func storeSummary(_ p: UnsafeMutablePointer<Groser__V1__StoreSummary>?) -> StoreSummary {
+func storeSummary(_ p: UnsafeMutablePointer<Groser__V1__StoreSummary>?) -> StoreSummary {
     guard let c = p?.pointee else { return StoreSummary(uid: "", name: "", chain: "", address: "", cityUID: "") }
     return StoreSummary(uid: str(c.uid), name: str(c.name), chain: str(c.chain),
                         address: str(c.address), cityUID: str(c.city_uid))
@@ -355,8 +355,9 @@ extension Request {
             case .unknown:
                 break
             default:
-                if !arena.commerceMethod(method, into: p) && !arena.accountMethod(method, into: p) && !arena.watchMethod(method, into: p) {
-                    _ = arena.searchMethod(method, into: p)
+                if !arena.commerceMethod(method, into: p) && !arena.accountMethod(method, into: p) && !arena.watchMethod(method, into: p)
+                    && !arena.searchMethod(method, into: p) {
+                    _ = arena.listStoresMethod(method, into: p)
                 }
             }
         }
@@ -462,7 +463,7 @@ extension Request {
                                                       pageSize: g.page_size, pageToken: str(g.page_token)))
         default:
             method = decodeCommerceMethod(c) ?? decodeImportMethod(c) ?? decodeAccountMethod(c) ?? decodeWatchMethod(c)
-                ?? decodeSearchMethod(c) ?? .unknown
+                ?? decodeSearchMethod(c) ?? decodeListStoresMethod(c) ?? .unknown
         }
         return Request(id: c.id, deadlineMilliseconds: c.deadline_ms, method: method)
     }
@@ -520,7 +521,7 @@ extension Response {
                                              totalSize: b.total_size))
         default:
             body = decodeCommerceBody(c) ?? decodeImportBody(c) ?? decodeAccountBody(c) ?? decodeWatchBody(c)
-                ?? decodeSearchBody(c) ?? .none
+                ?? decodeSearchBody(c) ?? decodeListStoresBody(c) ?? .none
         }
         return Response(id: c.id, status: status, body: body, continues: c.continues != 0)
     }
@@ -565,6 +566,7 @@ extension Response {
         case .stats(let v): ResponseFrameWriter.appendOK(id: id, field: .stats, body: BodyEncoder.stats(v), to: &out)
         case .searchProducts(let v):
             ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: BodyEncoder.searchProducts(v), to: &out)
+        case .listStores(let v): ResponseFrameWriter.appendOK(id: id, field: .listStores, body: BodyEncoder.listStores(v), to: &out)
         }
         return out
     }

@@ -52,7 +52,7 @@ public enum FieldLimits {
         case .setProduct(let u):
             return over("product_uid", u.productUID, uid)
         case .serverInfo, .listCities, .getStore, .getShelf, .listProducts, .importCatalog, .exportCatalog,
-             .openSession, .register, .watch, .cancelWatch, .stats, .searchProducts, .unknown:
+             .openSession, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores, .unknown:
             return nil
         }
     }
