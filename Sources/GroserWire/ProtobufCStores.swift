@@ -61,14 +61,14 @@ func decodeListStoresBody(_ c: Groser__V1__Response) -> ResponseBody? {
 extension BodyEncoder {
     /// A ListStoresResponse's encoding.
     public static func listStores(_ v: StoreList) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__ListStoresResponse.self) { p in
-            groser__v1__list_stores_response__init(p)
-            p.pointee.n_stores = v.stores.count
-            p.pointee.stores = arena.array(v.stores.map(arena.storeListing))
-            p.pointee.city_uid = arena.string(v.cityUID)
-            p.pointee.catalog_version = v.catalogVersion
+        Arena.packed { arena in
+            arena.message(Groser__V1__ListStoresResponse.self) { p in
+                groser__v1__list_stores_response__init(p)
+                p.pointee.n_stores = v.stores.count
+                p.pointee.stores = arena.array(v.stores.map(arena.storeListing))
+                p.pointee.city_uid = arena.string(v.cityUID)
+                p.pointee.catalog_version = v.catalogVersion
+            }
         }
-        return arena.withMessage(p, pack)
     }
 }
