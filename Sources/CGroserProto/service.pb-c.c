@@ -412,6 +412,141 @@ void   groser__v1__get_store_response__free_unpacked
   assert(message->base.descriptor == &groser__v1__get_store_response__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   groser__v1__list_stores_request__init
+                     (Groser__V1__ListStoresRequest         *message)
+{
+  static const Groser__V1__ListStoresRequest init_value = GROSER__V1__LIST_STORES_REQUEST__INIT;
+  *message = init_value;
+}
+size_t groser__v1__list_stores_request__get_packed_size
+                     (const Groser__V1__ListStoresRequest *message)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__list_stores_request__pack
+                     (const Groser__V1__ListStoresRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__list_stores_request__pack_to_buffer
+                     (const Groser__V1__ListStoresRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ListStoresRequest *
+       groser__v1__list_stores_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ListStoresRequest *)
+     protobuf_c_message_unpack (&groser__v1__list_stores_request__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__list_stores_request__free_unpacked
+                     (Groser__V1__ListStoresRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__list_stores_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__list_stores_response__init
+                     (Groser__V1__ListStoresResponse         *message)
+{
+  static const Groser__V1__ListStoresResponse init_value = GROSER__V1__LIST_STORES_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t groser__v1__list_stores_response__get_packed_size
+                     (const Groser__V1__ListStoresResponse *message)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__list_stores_response__pack
+                     (const Groser__V1__ListStoresResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__list_stores_response__pack_to_buffer
+                     (const Groser__V1__ListStoresResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__list_stores_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__ListStoresResponse *
+       groser__v1__list_stores_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__ListStoresResponse *)
+     protobuf_c_message_unpack (&groser__v1__list_stores_response__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__list_stores_response__free_unpacked
+                     (Groser__V1__ListStoresResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__list_stores_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__store_listing__init
+                     (Groser__V1__StoreListing         *message)
+{
+  static const Groser__V1__StoreListing init_value = GROSER__V1__STORE_LISTING__INIT;
+  *message = init_value;
+}
+size_t groser__v1__store_listing__get_packed_size
+                     (const Groser__V1__StoreListing *message)
+{
+  assert(message->base.descriptor == &groser__v1__store_listing__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__store_listing__pack
+                     (const Groser__V1__StoreListing *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__store_listing__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__store_listing__pack_to_buffer
+                     (const Groser__V1__StoreListing *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__store_listing__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__StoreListing *
+       groser__v1__store_listing__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__StoreListing *)
+     protobuf_c_message_unpack (&groser__v1__store_listing__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__store_listing__free_unpacked
+                     (Groser__V1__StoreListing *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__store_listing__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   groser__v1__get_shelf_request__init
                      (Groser__V1__GetShelfRequest         *message)
 {
@@ -1003,7 +1138,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[26] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[27] =
 {
   {
     "id",
@@ -1317,6 +1452,18 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[26]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "list_stores",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, list_stores),
+    &groser__v1__list_stores_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -1333,6 +1480,7 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   3,   /* field[3] = list_cities */
   13,   /* field[13] = list_orders */
   15,   /* field[15] = list_products */
+  26,   /* field[26] = list_stores */
   19,   /* field[19] = login */
   20,   /* field[20] = logout */
   6,   /* field[6] = open_session */
@@ -1350,7 +1498,7 @@ static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 26 }
+  { 0, 27 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -1360,14 +1508,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  26,
+  27,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[27] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[28] =
 {
   {
     "id",
@@ -1693,6 +1841,18 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[27
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "list_stores",
+    34,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, list_stores),
+    &groser__v1__list_stores_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   9,   /* field[9] = add_item */
@@ -1709,6 +1869,7 @@ static const unsigned groser__v1__response__field_indices_by_name[] = {
   4,   /* field[4] = list_cities */
   14,   /* field[14] = list_orders */
   16,   /* field[16] = list_products */
+  27,   /* field[27] = list_stores */
   20,   /* field[20] = login */
   21,   /* field[21] = logout */
   7,   /* field[7] = open_session */
@@ -1727,7 +1888,7 @@ static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 27 }
+  { 0, 28 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1737,7 +1898,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  27,
+  28,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,
@@ -2099,6 +2260,185 @@ const ProtobufCMessageDescriptor groser__v1__get_store_response__descriptor =
   groser__v1__get_store_response__field_indices_by_name,
   1,  groser__v1__get_store_response__number_ranges,
   (ProtobufCMessageInit) groser__v1__get_store_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__list_stores_request__field_descriptors[2] =
+{
+  {
+    "city_code",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Groser__V1__ListStoresRequest, selector_case),
+    offsetof(Groser__V1__ListStoresRequest, city_code),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "city_uid",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Groser__V1__ListStoresRequest, selector_case),
+    offsetof(Groser__V1__ListStoresRequest, city_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__list_stores_request__field_indices_by_name[] = {
+  0,   /* field[0] = city_code */
+  1,   /* field[1] = city_uid */
+};
+static const ProtobufCIntRange groser__v1__list_stores_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor groser__v1__list_stores_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ListStoresRequest",
+  "ListStoresRequest",
+  "Groser__V1__ListStoresRequest",
+  "groser.v1",
+  sizeof(Groser__V1__ListStoresRequest),
+  2,
+  groser__v1__list_stores_request__field_descriptors,
+  groser__v1__list_stores_request__field_indices_by_name,
+  1,  groser__v1__list_stores_request__number_ranges,
+  (ProtobufCMessageInit) groser__v1__list_stores_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__list_stores_response__field_descriptors[3] =
+{
+  {
+    "stores",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__ListStoresResponse, n_stores),
+    offsetof(Groser__V1__ListStoresResponse, stores),
+    &groser__v1__store_listing__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "city_uid",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListStoresResponse, city_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "catalog_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__ListStoresResponse, catalog_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__list_stores_response__field_indices_by_name[] = {
+  2,   /* field[2] = catalog_version */
+  1,   /* field[1] = city_uid */
+  0,   /* field[0] = stores */
+};
+static const ProtobufCIntRange groser__v1__list_stores_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__list_stores_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.ListStoresResponse",
+  "ListStoresResponse",
+  "Groser__V1__ListStoresResponse",
+  "groser.v1",
+  sizeof(Groser__V1__ListStoresResponse),
+  3,
+  groser__v1__list_stores_response__field_descriptors,
+  groser__v1__list_stores_response__field_indices_by_name,
+  1,  groser__v1__list_stores_response__number_ranges,
+  (ProtobufCMessageInit) groser__v1__list_stores_response__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__store_listing__field_descriptors[3] =
+{
+  {
+    "summary",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StoreListing, summary),
+    &groser__v1__store_summary__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "is_default",
+    2,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_BOOL,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StoreListing, is_default),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__StoreListing, store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__store_listing__field_indices_by_name[] = {
+  1,   /* field[1] = is_default */
+  2,   /* field[2] = store_version */
+  0,   /* field[0] = summary */
+};
+static const ProtobufCIntRange groser__v1__store_listing__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 3 }
+};
+const ProtobufCMessageDescriptor groser__v1__store_listing__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.StoreListing",
+  "StoreListing",
+  "Groser__V1__StoreListing",
+  "groser.v1",
+  sizeof(Groser__V1__StoreListing),
+  3,
+  groser__v1__store_listing__field_descriptors,
+  groser__v1__store_listing__field_indices_by_name,
+  1,  groser__v1__store_listing__number_ranges,
+  (ProtobufCMessageInit) groser__v1__store_listing__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor groser__v1__get_shelf_request__field_descriptors[2] =

@@ -192,7 +192,7 @@ enum ListFormat: String, CaseIterable {
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, getStore, shelf, search, setCity, info, latency, watch, stats, cart, checkout, orders,
+    static let all: [Subcommand] = [cities, stores, getStore, shelf, search, setCity, info, latency, watch, stats, cart, checkout, orders,
                                     register, login, logout, whoami, admin, list, describe, call]
 
     /// Commands that print JSON whether or not --json is given: errors too.
@@ -221,6 +221,22 @@ enum Commands {
             return { ctx in
                 let list = try ctx.client().listCities()
                 ctx.printList(.listCities(list), path: ["cities"], format: format, human: HumanOutput.cities(list))
+            }
+        })
+
+    static let stores = Subcommand(
+        name: "stores",
+        abstract: "Lists a city's stores: uid, name, address, whether it is the default, and its version.",
+        discussion: "Without --city, the city saved by set-city is used.",
+        options: [OptionSpec(name: "--city", valueName: "CODE", help: "a city code, e.g. SPB"), ListFormat.option],
+        validate: { parsed throws(UsageError) in
+            let city = parsed.values["--city"]
+            if city?.isEmpty == true { throw UsageError("--city needs a non-empty value") }
+            let format = ListFormat(parsed)
+            return { ctx in
+                guard case .cityCode(let code) = try ctx.storeSelector(city: city, store: nil) else { return }
+                let list = try ctx.client().stores(of: .code(code))
+                ctx.printList(.listStores(list), path: ["stores"], format: format, human: HumanOutput.stores(list))
             }
         })
 

@@ -53,6 +53,14 @@ public enum HumanOutput {
         return table(rows)
     }
 
+    static func stores(_ list: StoreList) -> TerminalText {
+        var rows: [[String]] = [["UID", "STORE", "ADDRESS", "DEFAULT", "VERSION"]]
+        for s in list.stores {
+            rows.append([s.summary.uid, s.summary.name, s.summary.address, s.isDefault ? "yes" : "", String(s.storeVersion)])
+        }
+        return table(rows)
+    }
+
     static func store(_ v: StoreCatalog, includeProducts: Bool) -> TerminalText {
         let s = v.store
         let shelves = s.departments.reduce(0) { $0 + $1.shelves.count }

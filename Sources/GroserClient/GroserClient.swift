@@ -494,3 +494,18 @@ extension Socket {
         return outcome
     }
 }
+
+/// ListStores: a city's stores without their catalogs.
+extension GroserClient {
+    /// The stores of a city, ordered by uid, each with whether it is the
+    /// city's default and its store version.
+    public func stores(of city: CitySelector, timeout: Double? = nil) throws(GroserError) -> StoreList {
+        guard case .listStores(let v) = try call(.listStores(city: city), timeout: timeout) else { throw Self.mismatch("ListStores") }
+        return v
+    }
+
+    /// The stores of a city, ordered by uid.
+    public func stores(of city: CitySelector, timeout: Duration? = nil) async throws(GroserError) -> StoreList {
+        try await answer(.listStores(city: city), timeout, "ListStores") { if case .listStores(let v) = $0 { v } else { nil } }
+    }
+}

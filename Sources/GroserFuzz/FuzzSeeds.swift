@@ -67,6 +67,12 @@ public enum FuzzSeeds {
                                                                       pageToken: "p1.AAAAAAAAAAEAAAAHAAAAAAAAAAAAAAAAAAAAAA"))),
                 Request(id: 35, method: .searchProducts(SearchRequest(selector: nil, query: " "))),
             ])),
+            ("method-34-list-stores", frames([
+                Request(id: 36, method: .listStores(city: .code("spb"))),
+                Request(id: 37, method: .listStores(city: .uid("city-msk"))),
+                Request(id: 38, method: .listStores(city: nil)),
+                Request(id: 39, method: .listStores(city: .code("XXX"))),
+            ])),
             ("method-15-list-products", frames([
                 Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
                 Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),
@@ -170,4 +176,41 @@ public enum FuzzSeeds {
     }
 
     static func methodName(_ method: RequestMethod) -> String { method.field?.methodName ?? "none" }
+
+    /// Tests/Fuzz/groser.dict, the libFuzzer dictionary: every method's tag
+    /// in `Request.method` (from the registry; with an empty body when the
+    /// method's request has no fields), then the envelope's other fields,
+    /// frame prefixes and the harness's uids and cards. Written by
+    /// `groser-fuzz write-dict FILE`; a test compares it with the file.
+    public static func dictionary() -> String {
+        func quoted(_ bytes: [UInt8]) -> String {
+            "\"" + bytes.map { "\\x" + String($0, radix: 16, uppercase: false).leftPadded(to: 2) }.joined() + "\""
+        }
+        let fields = MethodTable.all.map(\.field)
+        var lines = [
+            "# libFuzzer dictionary for groser-fuzz (tools/fuzz passes it with -dict).",
+            "# Written by `groser-fuzz write-dict Tests/Fuzz/groser.dict` from the method registry; do not edit.",
+            "# Request.method tags: fields \(fields.first!.rawValue)..\(fields.last!.rawValue), length-delimited"
+                + " (with an empty body when the request has no fields).",
+        ]
+        for field in fields {
+            var tag: [UInt8] = []
+            ProtoWriter.appendTag(field: field.rawValue, wireType: ProtoWriter.wireLengthDelimited, to: &tag)
+            if ProtoSchema.requestMessage(for: field).fields.isEmpty { tag.append(0) }
+            lines.append(quoted(tag))
+        }
+        lines += [
+            "# id and deadline_ms", quoted([0x08, 0x01]), quoted([0x10, 0xf4, 0x03]),
+            "# frame length prefixes", quoted([0, 0, 0, 0]), quoted([0, 0, 0, 4]), quoted([0, 1, 0, 0]), quoted([0xff, 0xff, 0xff, 0xff]),
+            "# the harness's known session, store, city, shelf and product uids",
+        ]
+        lines += [FuzzHarness.session, "store-spb-1", "store-msk-1", "city-spb", "SPB", "spb", "shf-spb-1-01-1",
+                  "prd-spb-1-0001", "prd-spb-1-0002", "prd-ekb-1-0001"].map { "\"\($0)\"" }
+        lines += ["# cards", "\"4111 1111 1111 1111\"", "\"2200000000000004\"", "\"123\""]
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

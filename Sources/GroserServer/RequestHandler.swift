@@ -102,6 +102,9 @@ public struct RequestHandler: Sendable {
         case .searchProducts(let search):
             answerSearch(request.id, search, &out)
 
+        case .listStores(let city):
+            answerStores(request.id, city, &out)
+
         default:
             fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
         }

@@ -5,6 +5,13 @@ public enum StoreSelector: Sendable, Hashable {
     case storeUID(String)
 }
 
+/// Which city ListStores asks for.
+public enum CitySelector: Sendable, Hashable {
+    /// Matched case-insensitively.
+    case code(String)
+    case uid(String)
+}
+
 /// The method a request calls, with its arguments.
 public enum RequestMethod: Sendable, Hashable {
     case serverInfo
@@ -41,6 +48,8 @@ public enum RequestMethod: Sendable, Hashable {
     case stats
     /// Ranked products of one store for what a shopper typed (docs/SEARCH.md).
     indirect case searchProducts(SearchRequest)
+    /// The stores of one city; `city` is nil when the client set none (an invalid request).
+    case listStores(city: CitySelector?)
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -86,6 +95,34 @@ public struct CityList: Sendable, Hashable {
     public init(cities: [City], catalogVersion: UInt64) {
         self.cities = cities
         self.catalogVersion = catalogVersion
+    }
+}
+
+/// ListStores' answer: one city's stores, ordered by uid.
+public struct StoreList: Sendable, Hashable {
+    public var stores: [StoreListing]
+    public var cityUID: String
+    public var catalogVersion: UInt64
+
+    public init(stores: [StoreListing], cityUID: String, catalogVersion: UInt64) {
+        self.stores = stores
+        self.cityUID = cityUID
+        self.catalogVersion = catalogVersion
+    }
+}
+
+/// One store of ListStores.
+public struct StoreListing: Sendable, Hashable {
+    public var summary: StoreSummary
+    /// The store is its city's default store (GetStore by city answers it).
+    public var isDefault: Bool
+    /// As GetStore would answer it for this store.
+    public var storeVersion: UInt64
+
+    public init(summary: StoreSummary, isDefault: Bool, storeVersion: UInt64) {
+        self.summary = summary
+        self.isDefault = isDefault
+        self.storeVersion = storeVersion
     }
 }
 
@@ -189,6 +226,7 @@ public enum ResponseBody: Sendable, Hashable {
     case cancelWatch
     case stats(ServerStats)
     case searchProducts(SearchResults)
+    case listStores(StoreList)
 }
 
 /// A server-to-client frame's message.
@@ -252,6 +290,7 @@ extension RequestMethod {
         case .cancelWatch: .cancelWatch
         case .stats: .stats
         case .searchProducts: .searchProducts
+        case .listStores: .listStores
         case .unknown: nil
         }
     }

@@ -79,37 +79,6 @@ public enum ProtoWriter {
     }
 }
 
-/// The field numbers of `Response.body`, which match `Request.method`.
-public enum MethodField: UInt32, Sendable, CaseIterable {
-    case serverInfo = 10
-    case listCities = 11
-    case getStore = 12
-    case getShelf = 13
-    case openSession = 14
-    case getCart = 15
-    case addItem = 16
-    case setQuantity = 17
-    case removeItem = 18
-    case clearCart = 19
-    case checkout = 20
-    case listOrders = 21
-    case setProduct = 22
-    case listProducts = 23
-    case importCatalog = 24
-    case exportCatalog = 25
-    case register = 26
-    case login = 27
-    case logout = 28
-    case whoAmI = 29
-    case watch = 30
-    case cancelWatch = 31
-    case stats = 32
-    case searchProducts = 33
-
-    /// The method's name as ServerInfo lists it (MethodTable).
-    public var methodName: String { info.name }
-}
-
 /// Writes whole Response frames (length prefix included) into a buffer.
 public enum ResponseFrameWriter {
     @usableFromInline static let idField: UInt32 = 1

@@ -133,26 +133,26 @@ func decodeAccountBody(_ c: Groser__V1__Response) -> ResponseBody? {
 
 extension BodyEncoder {
     public static func register(_ v: Account) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__RegisterResponse.self) { p in
-            groser__v1__register_response__init(p)
-            p.pointee.account = arena.account(v)
+        Arena.packed { arena in
+            arena.message(Groser__V1__RegisterResponse.self) { p in
+                groser__v1__register_response__init(p)
+                p.pointee.account = arena.account(v)
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func login(_ v: LoginResult) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__LoginResponse.self) { p in
-            groser__v1__login_response__init(p)
-            p.pointee.session = arena.string(v.session)
-            p.pointee.account = arena.account(v.account)
-            p.pointee.n_merged = v.merged.count
-            p.pointee.merged = arena.array(v.merged.map(arena.mergedCart))
-            p.pointee.quantity_maximum = v.quantityMaximum
-            p.pointee.cart_line_maximum = v.cartLineMaximum
+        Arena.packed { arena in
+            arena.message(Groser__V1__LoginResponse.self) { p in
+                groser__v1__login_response__init(p)
+                p.pointee.session = arena.string(v.session)
+                p.pointee.account = arena.account(v.account)
+                p.pointee.n_merged = v.merged.count
+                p.pointee.merged = arena.array(v.merged.map(arena.mergedCart))
+                p.pointee.quantity_maximum = v.quantityMaximum
+                p.pointee.cart_line_maximum = v.cartLineMaximum
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     /// A LoginResponse body read back (a remembered login's answer); nil when
@@ -168,12 +168,12 @@ extension BodyEncoder {
     public static func logout() -> [UInt8] { [] }
 
     public static func whoAmI(_ v: Identity) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__WhoAmIResponse.self) { p in
-            groser__v1__who_am_iresponse__init(p)
-            if let a = v.account { p.pointee.account = arena.account(a) }
-            p.pointee.session_created_at_unix = v.sessionCreatedAtUnix
+        Arena.packed { arena in
+            arena.message(Groser__V1__WhoAmIResponse.self) { p in
+                groser__v1__who_am_iresponse__init(p)
+                if let a = v.account { p.pointee.account = arena.account(a) }
+                p.pointee.session_created_at_unix = v.sessionCreatedAtUnix
+            }
         }
-        return arena.withMessage(p, pack)
     }
 }

@@ -269,12 +269,12 @@ func decodeCommerceBody(_ c: Groser__V1__Response) -> ResponseBody? {
 
 extension BodyEncoder {
     public static func openSession(_ session: String) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__OpenSessionResponse.self) { p in
-            groser__v1__open_session_response__init(p)
-            p.pointee.session = arena.string(session)
+        Arena.packed { arena in
+            arena.message(Groser__V1__OpenSessionResponse.self) { p in
+                groser__v1__open_session_response__init(p)
+                p.pointee.session = arena.string(session)
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     /// The CartResponse body (the same message for GetCart and every mutation).
@@ -300,41 +300,41 @@ extension BodyEncoder {
 
     /// The same body through protobuf-c: what `cart(_:)` is checked against.
     static func cartThroughProtobufC(_ v: Cart) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__CartResponse.self) { p in
-            groser__v1__cart_response__init(p)
-            p.pointee.cart = arena.cart(v)
+        Arena.packed { arena in
+            arena.message(Groser__V1__CartResponse.self) { p in
+                groser__v1__cart_response__init(p)
+                p.pointee.cart = arena.cart(v)
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func checkout(_ v: Order) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__CheckoutResponse.self) { p in
-            groser__v1__checkout_response__init(p)
-            p.pointee.order = arena.order(v)
+        Arena.packed { arena in
+            arena.message(Groser__V1__CheckoutResponse.self) { p in
+                groser__v1__checkout_response__init(p)
+                p.pointee.order = arena.order(v)
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func listOrders(_ v: [Order]) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__ListOrdersResponse.self) { p in
-            groser__v1__list_orders_response__init(p)
-            p.pointee.n_orders = v.count
-            p.pointee.orders = arena.array(v.map(arena.order))
+        Arena.packed { arena in
+            arena.message(Groser__V1__ListOrdersResponse.self) { p in
+                groser__v1__list_orders_response__init(p)
+                p.pointee.n_orders = v.count
+                p.pointee.orders = arena.array(v.map(arena.order))
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func setProduct(_ v: ProductUpdateResult) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__SetProductResponse.self) { p in
-            groser__v1__set_product_response__init(p)
-            p.pointee.product = arena.product(v.product)
-            p.pointee.stock = v.stock
-            p.pointee.catalog_version = v.catalogVersion
+        Arena.packed { arena in
+            arena.message(Groser__V1__SetProductResponse.self) { p in
+                groser__v1__set_product_response__init(p)
+                p.pointee.product = arena.product(v.product)
+                p.pointee.stock = v.stock
+                p.pointee.catalog_version = v.catalogVersion
+            }
         }
-        return arena.withMessage(p, pack)
     }
 }

@@ -135,30 +135,30 @@ func decodeImportBody(_ c: Groser__V1__Response) -> ResponseBody? {
 
 extension BodyEncoder {
     public static func importCatalog(_ v: ImportResult) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__ImportCatalogResponse.self) { p in
-            groser__v1__import_catalog_response__init(p)
-            p.pointee.import_id = v.importID
-            p.pointee.records = v.records
-            p.pointee.committed = v.committed ? 1 : 0
-            p.pointee.catalog_version = v.catalogVersion
-            p.pointee.stores = v.stores
-            p.pointee.products = v.products
-            p.pointee.removed = v.removed
+        Arena.packed { arena in
+            arena.message(Groser__V1__ImportCatalogResponse.self) { p in
+                groser__v1__import_catalog_response__init(p)
+                p.pointee.import_id = v.importID
+                p.pointee.records = v.records
+                p.pointee.committed = v.committed ? 1 : 0
+                p.pointee.catalog_version = v.catalogVersion
+                p.pointee.stores = v.stores
+                p.pointee.products = v.products
+                p.pointee.removed = v.removed
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func exportCatalog(_ v: ExportPage) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__ExportCatalogResponse.self) { p in
-            groser__v1__export_catalog_response__init(p)
-            p.pointee.n_records = v.records.count
-            p.pointee.records = arena.array(v.records.map { arena.catalogRecord(NumberedRecord(line: 0, record: $0)) })
-            p.pointee.next_page_token = arena.string(v.nextPageToken)
-            p.pointee.catalog_version = v.catalogVersion
+        Arena.packed { arena in
+            arena.message(Groser__V1__ExportCatalogResponse.self) { p in
+                groser__v1__export_catalog_response__init(p)
+                p.pointee.n_records = v.records.count
+                p.pointee.records = arena.array(v.records.map { arena.catalogRecord(NumberedRecord(line: 0, record: $0)) })
+                p.pointee.next_page_token = arena.string(v.nextPageToken)
+                p.pointee.catalog_version = v.catalogVersion
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     /// The encoding of one record's message, to measure a page against the frame maximum.

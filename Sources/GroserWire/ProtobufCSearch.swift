@@ -93,18 +93,18 @@ func decodeSearchBody(_ c: Groser__V1__Response) -> ResponseBody? {
 extension BodyEncoder {
     /// A SearchProductsResponse's encoding.
     public static func searchProducts(_ v: SearchResults) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__SearchProductsResponse.self) { p in
-            groser__v1__search_products_response__init(p)
-            p.pointee.n_hits = v.hits.count
-            p.pointee.hits = arena.array(v.hits.map(arena.searchHit))
-            p.pointee.total_estimate = v.totalEstimate
-            p.pointee.next_page_token = arena.string(v.nextPageToken)
-            p.pointee.query_used = arena.string(v.queryUsed)
-            p.pointee.layout_switched = v.layoutSwitched ? 1 : 0
-            p.pointee.store_uid = arena.string(v.storeUID)
-            p.pointee.store_version = v.storeVersion
+        Arena.packed { arena in
+            arena.message(Groser__V1__SearchProductsResponse.self) { p in
+                groser__v1__search_products_response__init(p)
+                p.pointee.n_hits = v.hits.count
+                p.pointee.hits = arena.array(v.hits.map(arena.searchHit))
+                p.pointee.total_estimate = v.totalEstimate
+                p.pointee.next_page_token = arena.string(v.nextPageToken)
+                p.pointee.query_used = arena.string(v.queryUsed)
+                p.pointee.layout_switched = v.layoutSwitched ? 1 : 0
+                p.pointee.store_uid = arena.string(v.storeUID)
+                p.pointee.store_version = v.storeVersion
+            }
         }
-        return arena.withMessage(p, pack)
     }
 }

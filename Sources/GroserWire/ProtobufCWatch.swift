@@ -157,78 +157,78 @@ func decodeWatchBody(_ c: Groser__V1__Response) -> ResponseBody? {
 extension BodyEncoder {
     /// A WatchEvent's encoding.
     public static func watchEvent(_ v: WatchEvent) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__WatchEvent.self) { p in
-            groser__v1__watch_event__init(p)
-            p.pointee.store_uid = arena.string(v.storeUID)
-            p.pointee.store_version = v.storeVersion
-            p.pointee.previous_version = v.previousVersion
-            p.pointee.reload = v.reload ? 1 : 0
-            p.pointee.n_shelf_uids = v.shelfUIDs.count
-            if !v.shelfUIDs.isEmpty { p.pointee.shelf_uids = arena.array(v.shelfUIDs.map(arena.string)) }
-            p.pointee.n_products = v.products.count
-            if !v.products.isEmpty { p.pointee.products = arena.array(v.products.map(arena.productChange)) }
-            p.pointee.catalog_version = v.catalogVersion
-            p.pointee.initial = v.initial ? 1 : 0
+        Arena.packed { arena in
+            arena.message(Groser__V1__WatchEvent.self) { p in
+                groser__v1__watch_event__init(p)
+                p.pointee.store_uid = arena.string(v.storeUID)
+                p.pointee.store_version = v.storeVersion
+                p.pointee.previous_version = v.previousVersion
+                p.pointee.reload = v.reload ? 1 : 0
+                p.pointee.n_shelf_uids = v.shelfUIDs.count
+                if !v.shelfUIDs.isEmpty { p.pointee.shelf_uids = arena.array(v.shelfUIDs.map(arena.string)) }
+                p.pointee.n_products = v.products.count
+                if !v.products.isEmpty { p.pointee.products = arena.array(v.products.map(arena.productChange)) }
+                p.pointee.catalog_version = v.catalogVersion
+                p.pointee.initial = v.initial ? 1 : 0
+            }
         }
-        return arena.withMessage(p, pack)
     }
 
     public static func cancelWatch() -> [UInt8] { [] }
 
     public static func stats(_ v: ServerStats) -> [UInt8] {
-        let arena = Arena()
-        let p = arena.message(Groser__V1__StatsResponse.self) { p in
-            groser__v1__stats_response__init(p)
-            p.pointee.server_version = arena.string(v.serverVersion)
-            p.pointee.uptime_ms = v.uptimeMilliseconds
-            p.pointee.connections = v.connections
-            p.pointee.connections_accepted = v.connectionsAccepted
-            p.pointee.connections_refused = v.connectionsRefused
-            p.pointee.watchers = v.watchers
-            p.pointee.watch_frames = v.watchFrames
-            p.pointee.watch_coalesced = v.watchCoalesced
-            p.pointee.watchers_cut_off = v.watchersCutOff
-            p.pointee.n_methods = v.methods.count
-            if !v.methods.isEmpty {
-                p.pointee.methods = arena.array(v.methods.map { m in
-                    arena.message(Groser__V1__MethodStats.self) { g in
-                        groser__v1__method_stats__init(g)
-                        g.pointee.method = arena.string(m.method)
-                        g.pointee.requests = m.requests
-                        g.pointee.errors = m.errors
-                        g.pointee.latency = arena.latency(m.latency)
-                    }
-                })
+        Arena.packed { arena in
+            arena.message(Groser__V1__StatsResponse.self) { p in
+                groser__v1__stats_response__init(p)
+                p.pointee.server_version = arena.string(v.serverVersion)
+                p.pointee.uptime_ms = v.uptimeMilliseconds
+                p.pointee.connections = v.connections
+                p.pointee.connections_accepted = v.connectionsAccepted
+                p.pointee.connections_refused = v.connectionsRefused
+                p.pointee.watchers = v.watchers
+                p.pointee.watch_frames = v.watchFrames
+                p.pointee.watch_coalesced = v.watchCoalesced
+                p.pointee.watchers_cut_off = v.watchersCutOff
+                p.pointee.n_methods = v.methods.count
+                if !v.methods.isEmpty {
+                    p.pointee.methods = arena.array(v.methods.map { m in
+                        arena.message(Groser__V1__MethodStats.self) { g in
+                            groser__v1__method_stats__init(g)
+                            g.pointee.method = arena.string(m.method)
+                            g.pointee.requests = m.requests
+                            g.pointee.errors = m.errors
+                            g.pointee.latency = arena.latency(m.latency)
+                        }
+                    })
+                }
+                p.pointee.n_errors = v.errors.count
+                if !v.errors.isEmpty {
+                    p.pointee.errors = arena.array(v.errors.map { e in
+                        arena.message(Groser__V1__StatusCount.self) { g in
+                            groser__v1__status_count__init(g)
+                            g.pointee.code = UInt32(bitPattern: e.code.rawValue)
+                            g.pointee.count = e.count
+                            g.pointee.name = arena.string(e.code.description)
+                        }
+                    })
+                }
+                p.pointee.catalog_version = v.catalogVersion
+                p.pointee.catalog_stores = v.catalogStores
+                p.pointee.catalog_products = v.catalogProducts
+                p.pointee.commit_batches = v.commitBatches
+                p.pointee.fsync = arena.latency(v.fsync)
+                p.pointee.resident_bytes = v.residentBytes
+                p.pointee.search_index_bytes = v.searchIndexBytes
+                p.pointee.slow_readers_cut_off = v.slowReadersCutOff
+                p.pointee.store = arena.string(v.store)
+                p.pointee.store_state = arena.string(v.storeState)
+                p.pointee.store_round_trip = arena.latency(v.storeRoundTrip)
+                p.pointee.store_conflicts = v.storeConflicts
+                p.pointee.store_reconnects = v.storeReconnects
+                p.pointee.connections_refused_per_uid = v.connectionsRefusedPerUID
+                p.pointee.connections_refused_reserved = v.connectionsRefusedReserved
+                p.pointee.connections_closed_idle = v.connectionsClosedIdle
             }
-            p.pointee.n_errors = v.errors.count
-            if !v.errors.isEmpty {
-                p.pointee.errors = arena.array(v.errors.map { e in
-                    arena.message(Groser__V1__StatusCount.self) { g in
-                        groser__v1__status_count__init(g)
-                        g.pointee.code = UInt32(bitPattern: e.code.rawValue)
-                        g.pointee.count = e.count
-                        g.pointee.name = arena.string(e.code.description)
-                    }
-                })
-            }
-            p.pointee.catalog_version = v.catalogVersion
-            p.pointee.catalog_stores = v.catalogStores
-            p.pointee.catalog_products = v.catalogProducts
-            p.pointee.commit_batches = v.commitBatches
-            p.pointee.fsync = arena.latency(v.fsync)
-            p.pointee.resident_bytes = v.residentBytes
-            p.pointee.search_index_bytes = v.searchIndexBytes
-            p.pointee.slow_readers_cut_off = v.slowReadersCutOff
-            p.pointee.store = arena.string(v.store)
-            p.pointee.store_state = arena.string(v.storeState)
-            p.pointee.store_round_trip = arena.latency(v.storeRoundTrip)
-            p.pointee.store_conflicts = v.storeConflicts
-            p.pointee.store_reconnects = v.storeReconnects
-            p.pointee.connections_refused_per_uid = v.connectionsRefusedPerUID
-            p.pointee.connections_refused_reserved = v.connectionsRefusedReserved
-            p.pointee.connections_closed_idle = v.connectionsClosedIdle
         }
-        return arena.withMessage(p, pack)
     }
 }

@@ -51,6 +51,7 @@ enum GroserFuzzReplay {
     usage: groser-fuzz FILE...            run each file through the fuzz harness (no fuzzer);
                                           GROSER_FUZZ_TRACE=1 prints every answer
            groser-fuzz write-seeds DIR    write the seed corpus into DIR
+           groser-fuzz write-dict FILE    write the fuzzing dictionary (Tests/Fuzz/groser.dict)
     The fuzzer itself is built and run by tools/fuzz.
     """
 
@@ -68,6 +69,14 @@ enum GroserFuzzReplay {
                 }
             } catch {
                 StandardStreams.err("groser-fuzz: cannot write the seeds: \(error)\n")
+                exit(1)
+            }
+            exit(0)
+        }
+        if arguments[0] == "write-dict" {
+            guard arguments.count == 2 else { StandardStreams.err(usage + "\n"); exit(2) }
+            do { try Files.writeAtomically(arguments[1], Array(FuzzSeeds.dictionary().utf8), mode: 0o644) } catch {
+                StandardStreams.err("groser-fuzz: cannot write the dictionary: \(error)\n")
                 exit(1)
             }
             exit(0)

@@ -101,6 +101,13 @@ struct FuzzRegressionTests {
         }
     }
 
+    @Test func committedDictionaryMatchesTheGenerator() throws {
+        let file = Self.fuzzDirectory.appendingPathComponent("groser.dict")
+        let committed = try String(contentsOf: file, encoding: .utf8)
+        #expect(committed == FuzzSeeds.dictionary(),
+                "Tests/Fuzz/groser.dict is stale; run: swift run groser-fuzz write-dict Tests/Fuzz/groser.dict")
+    }
+
     @Test func seedsCallEveryMethod() {
         let expected: Set<String> = Set(MethodField.allCases.map(\.methodName)).union(["none"])
         #expect(FuzzSeeds.methods() == expected)

@@ -18,4 +18,60 @@ struct MethodTableTests {
         #expect(MethodTable.all.filter { $0.access == .operators }.map(\.field) == [.setProduct, .importCatalog, .exportCatalog])
         #expect(MethodTable.all.filter(\.streams).map(\.field) == [.watch])
     }
+
+    /// FieldLimits bounds exactly the strings each method's entry names: a
+    /// request with one string (at any depth) far too long, for every string
+    /// field of every request message, is refused naming that field, or not
+    /// at all when the entry does not name it.
+    @Test(arguments: MethodTable.all)
+    func fieldLimitsCheckTheFieldsTheRegistryNames(_ info: MethodInfo) throws {
+        var refused: Set<String> = []
+        func walk(_ type: ProtoMessageInfo, _ path: [UInt32], _ names: [String]) {
+            for field in type.fields where !field.isRepeated {
+                switch field.type {
+                case .string:
+                    let method = try? Request.decode(ProtoMessage.request(
+                        id: 1, deadlineMilliseconds: 0, method: info.field,
+                        body: Self.message(type: ProtoSchema.requestMessage(for: info.field), setting: path + [field.number],
+                                           to: String(repeating: "x", count: 5000)))).method
+                    if let refusal = method.flatMap(FieldLimits.violation(in:)) {
+                        let name = (names + [field.name]).dropFirst(names.first == "cart" ? 1 : 0).joined(separator: ".")
+                        #expect(refusal.status.message.hasPrefix("The field \(name) is"), "\(refusal.status.message)")
+                        refused.insert(name)
+                    }
+                case .message(let nested) where path.count < 3:
+                    walk(ProtoSchema.message(named: nested)!, path + [field.number], names + [field.name])
+                default:
+                    continue
+                }
+            }
+        }
+        walk(ProtoSchema.requestMessage(for: info.field), [], [])
+        #expect(refused == Set(info.limitedFields), "\(info.name)")
+    }
+
+    /// A message of `type` with only the string at `path` (field numbers, outermost first) set.
+    static func message(type: ProtoMessageInfo, setting path: [UInt32], to value: String) -> ProtoMessage {
+        var m = ProtoMessage(type.fullName)
+        guard let first = path.first, let field = type.field(number: first) else { return m }
+        if case .message(let nested) = field.type {
+            m.fields[first] = [.message(message(type: ProtoSchema.message(named: nested)!, setting: Array(path.dropFirst()), to: value))]
+        } else {
+            m.fields[first] = [.string(value)]
+        }
+        return m
+    }
+
+    /// `RequestMethod.sessionToken` (exhaustive, for CustomerService to switch to) agrees with the router's.
+    @Test func theRegistrysSessionTokenIsTheRoutersOne() {
+        let mutation = CartMutation(session: "s1", storeUID: "store")
+        let card = PaymentCard(number: "", expiryMonth: 1, expiryYear: 2030, cvc: "", holderName: "")
+        let samples: [RequestMethod] = [
+            .serverInfo, .openSession, .getCart(session: "s0", storeUID: "st"), .addItem(mutation, productUID: "p", quantity: 1),
+            .clearCart(mutation), .whoAmI(session: "s2"), .login(LoginDetails(email: "e", password: "p", guestSession: "g")),
+            .checkout(CheckoutDetails(session: "s3", storeUID: "st", expectedVersion: 1, deliveryAddress: "", card: card)),
+            .setProduct(ProductUpdate(productUID: "p")), .unknown,
+        ]
+        for method in samples { #expect(method.sessionToken == CustomerService.sessionToken(method), "\(method)") }
+    }
 }

@@ -32,6 +32,7 @@ let canonicalRequests: [String: String] = [
     "CancelWatch": #"{"watchId":"1"}"#,
     "Stats": #"{}"#,
     "SearchProducts": #"{"cityUid":"","query":"молоко 3,2","pageSize":20,"inStockOnly":true,"departmentUid":"dep-1","groupByShelf":true}"#,
+    "ListStores": #"{"cityCode":"spb"}"#,
 ]
 
 @Suite("Protobuf's JSON mapping through the descriptors compiled in")

@@ -46,6 +46,7 @@ let callCases: [CallCase] = [
     CallCase(method: "CancelWatch", data: #"{"watchId":"5"}"#, exit: 64 + 5, key: "code"),
     CallCase(method: "Stats", data: "{}", exit: 0, key: "serverVersion"),
     CallCase(method: "SearchProducts", data: #"{"cityCode":"SPB","query":"молоко","pageSize":2}"#, exit: 0, key: "hits"),
+    CallCase(method: "ListStores", data: #"{"cityCode":"SPB"}"#, exit: 0, key: "stores"),
 ]
 
 @Suite("groser-client list, describe and call, and --json's canonical mapping", .serialized)

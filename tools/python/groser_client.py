@@ -57,9 +57,10 @@ StatusCode = service_pb2.StatusCode
 DEFAULT_MAX_FRAME_BYTES = 4 * 1024 * 1024
 _LEN = struct.Struct(">I")
 
-# Request oneof case -> the Response body case an OK answer carries.
-METHODS = ("server_info", "list_cities", "get_store", "get_shelf", "watch", "cancel_watch", "stats",
-           "search_products")
+# Every method's oneof case, read from the compiled .protos (never listed by
+# hand: the Swift drift tests check the .protos against groserd's registry).
+# A Request's case and the Response body case an OK answer carries are the same.
+METHODS = tuple(f.name for f in service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields)
 
 
 class GroserError(Exception):

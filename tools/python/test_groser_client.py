@@ -30,10 +30,9 @@ GROSERD = os.environ.get("GROSERD") or str(REPO / ".build" / "debug" / "groserd"
 IMAGE_BASE = "http://img.groser.test:8099"
 READY_TIMEOUT = 10.0
 EXIT_TIMEOUT = 10.0
-METHODS_V1 = ["ServerInfo", "ListCities", "GetStore", "GetShelf", "OpenSession", "GetCart", "AddItem",
-              "SetQuantity", "RemoveItem", "ClearCart", "Checkout", "ListOrders", "SetProduct", "ListProducts",
-              "ImportCatalog", "ExportCatalog", "Register", "Login", "Logout", "WhoAmI",
-              "Watch", "CancelWatch", "Stats", "SearchProducts"]
+# ServerInfo's method names, in field order, from the .protos' oneof (who_am_i: WhoAmI).
+METHODS_V1 = ["".join(part.capitalize() for part in f.name.split("_"))
+              for f in sorted(service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields, key=lambda f: f.number)]
 
 
 class Daemon:

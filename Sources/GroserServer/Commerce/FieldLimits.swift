@@ -4,7 +4,9 @@ import GroserWire
 /// UTF-8 bytes. Everything a customer sends is kept (orders, idempotency
 /// records), so each string has a bound: a request past one is refused with
 /// INVALID_ARGUMENT naming the field, before anything is looked up or stored.
-/// docs/PROTOCOL.md lists the same figures.
+/// docs/PROTOCOL.md lists the same figures; each method's entry in the registry
+/// (`MethodInfo.limitedFields`) names the fields checked here, and a test holds
+/// the two together. Every method is named below: a new one must say which.
 public enum FieldLimits {
     /// Session tokens are 64 hex digits (OpenSession's) or 32 (a login's).
     public static let session = 64
@@ -49,7 +51,8 @@ public enum FieldLimits {
             return over("session", d.guestSession, session) ?? over("idempotency_key", d.idempotencyKey, idempotencyKey)
         case .setProduct(let u):
             return over("product_uid", u.productUID, uid)
-        default:
+        case .serverInfo, .listCities, .getStore, .getShelf, .listProducts, .importCatalog, .exportCatalog,
+             .openSession, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores, .unknown:
             return nil
         }
     }

@@ -29,6 +29,9 @@ typedef struct Groser__V1__ListCitiesRequest Groser__V1__ListCitiesRequest;
 typedef struct Groser__V1__ListCitiesResponse Groser__V1__ListCitiesResponse;
 typedef struct Groser__V1__GetStoreRequest Groser__V1__GetStoreRequest;
 typedef struct Groser__V1__GetStoreResponse Groser__V1__GetStoreResponse;
+typedef struct Groser__V1__ListStoresRequest Groser__V1__ListStoresRequest;
+typedef struct Groser__V1__ListStoresResponse Groser__V1__ListStoresResponse;
+typedef struct Groser__V1__StoreListing Groser__V1__StoreListing;
 typedef struct Groser__V1__GetShelfRequest Groser__V1__GetShelfRequest;
 typedef struct Groser__V1__GetShelfResponse Groser__V1__GetShelfResponse;
 typedef struct Groser__V1__ListProductsRequest Groser__V1__ListProductsRequest;
@@ -113,7 +116,8 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_WATCH = 30,
   GROSER__V1__REQUEST__METHOD_CANCEL_WATCH = 31,
   GROSER__V1__REQUEST__METHOD_STATS = 32,
-  GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS = 33
+  GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS = 33,
+  GROSER__V1__REQUEST__METHOD_LIST_STORES = 34
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -161,6 +165,7 @@ struct  Groser__V1__Request
     Groser__V1__CancelWatchRequest *cancel_watch;
     Groser__V1__StatsRequest *stats;
     Groser__V1__SearchProductsRequest *search_products;
+    Groser__V1__ListStoresRequest *list_stores;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -193,7 +198,8 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_WATCH = 30,
   GROSER__V1__RESPONSE__BODY_CANCEL_WATCH = 31,
   GROSER__V1__RESPONSE__BODY_STATS = 32,
-  GROSER__V1__RESPONSE__BODY_SEARCH_PRODUCTS = 33
+  GROSER__V1__RESPONSE__BODY_SEARCH_PRODUCTS = 33,
+  GROSER__V1__RESPONSE__BODY_LIST_STORES = 34
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -242,6 +248,7 @@ struct  Groser__V1__Response
     Groser__V1__CancelWatchResponse *cancel_watch;
     Groser__V1__StatsResponse *stats;
     Groser__V1__SearchProductsResponse *search_products;
+    Groser__V1__ListStoresResponse *list_stores;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \
@@ -372,6 +379,65 @@ struct  Groser__V1__GetStoreResponse
 #define GROSER__V1__GET_STORE_RESPONSE__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_store_response__descriptor) \
     , NULL, NULL, 0, 0, 0 }
+
+
+typedef enum {
+  GROSER__V1__LIST_STORES_REQUEST__SELECTOR__NOT_SET = 0,
+  GROSER__V1__LIST_STORES_REQUEST__SELECTOR_CITY_CODE = 1,
+  GROSER__V1__LIST_STORES_REQUEST__SELECTOR_CITY_UID = 2
+    PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__LIST_STORES_REQUEST__SELECTOR__CASE)
+} Groser__V1__ListStoresRequest__SelectorCase;
+
+/*
+ * The stores of one city. Exactly one of the selector fields must be set.
+ */
+struct  Groser__V1__ListStoresRequest
+{
+  ProtobufCMessage base;
+  Groser__V1__ListStoresRequest__SelectorCase selector_case;
+  union {
+    /*
+     * "SPB"; matched case-insensitively
+     */
+    char *city_code;
+    char *city_uid;
+  };
+};
+#define GROSER__V1__LIST_STORES_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__list_stores_request__descriptor) \
+    , GROSER__V1__LIST_STORES_REQUEST__SELECTOR__NOT_SET, {0} }
+
+
+struct  Groser__V1__ListStoresResponse
+{
+  ProtobufCMessage base;
+  /*
+   * ordered by uid
+   */
+  size_t n_stores;
+  Groser__V1__StoreListing **stores;
+  char *city_uid;
+  uint64_t catalog_version;
+};
+#define GROSER__V1__LIST_STORES_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__list_stores_response__descriptor) \
+    , 0,NULL, (char *)protobuf_c_empty_string, 0 }
+
+
+/*
+ * One store of ListStores: its summary, whether it is its city's default
+ * store, and its store_version (as GetStore would answer it).
+ */
+struct  Groser__V1__StoreListing
+{
+  ProtobufCMessage base;
+  Groser__V1__StoreSummary *summary;
+  protobuf_c_boolean is_default;
+  uint64_t store_version;
+};
+#define GROSER__V1__STORE_LISTING__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__store_listing__descriptor) \
+    , NULL, 0, 0 }
 
 
 struct  Groser__V1__GetShelfRequest
@@ -802,6 +868,63 @@ Groser__V1__GetStoreResponse *
 void   groser__v1__get_store_response__free_unpacked
                      (Groser__V1__GetStoreResponse *message,
                       ProtobufCAllocator *allocator);
+/* Groser__V1__ListStoresRequest methods */
+void   groser__v1__list_stores_request__init
+                     (Groser__V1__ListStoresRequest         *message);
+size_t groser__v1__list_stores_request__get_packed_size
+                     (const Groser__V1__ListStoresRequest   *message);
+size_t groser__v1__list_stores_request__pack
+                     (const Groser__V1__ListStoresRequest   *message,
+                      uint8_t             *out);
+size_t groser__v1__list_stores_request__pack_to_buffer
+                     (const Groser__V1__ListStoresRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ListStoresRequest *
+       groser__v1__list_stores_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__list_stores_request__free_unpacked
+                     (Groser__V1__ListStoresRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__ListStoresResponse methods */
+void   groser__v1__list_stores_response__init
+                     (Groser__V1__ListStoresResponse         *message);
+size_t groser__v1__list_stores_response__get_packed_size
+                     (const Groser__V1__ListStoresResponse   *message);
+size_t groser__v1__list_stores_response__pack
+                     (const Groser__V1__ListStoresResponse   *message,
+                      uint8_t             *out);
+size_t groser__v1__list_stores_response__pack_to_buffer
+                     (const Groser__V1__ListStoresResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__ListStoresResponse *
+       groser__v1__list_stores_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__list_stores_response__free_unpacked
+                     (Groser__V1__ListStoresResponse *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__StoreListing methods */
+void   groser__v1__store_listing__init
+                     (Groser__V1__StoreListing         *message);
+size_t groser__v1__store_listing__get_packed_size
+                     (const Groser__V1__StoreListing   *message);
+size_t groser__v1__store_listing__pack
+                     (const Groser__V1__StoreListing   *message,
+                      uint8_t             *out);
+size_t groser__v1__store_listing__pack_to_buffer
+                     (const Groser__V1__StoreListing   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__StoreListing *
+       groser__v1__store_listing__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__store_listing__free_unpacked
+                     (Groser__V1__StoreListing *message,
+                      ProtobufCAllocator *allocator);
 /* Groser__V1__GetShelfRequest methods */
 void   groser__v1__get_shelf_request__init
                      (Groser__V1__GetShelfRequest         *message);
@@ -1059,6 +1182,15 @@ typedef void (*Groser__V1__GetStoreRequest_Closure)
 typedef void (*Groser__V1__GetStoreResponse_Closure)
                  (const Groser__V1__GetStoreResponse *message,
                   void *closure_data);
+typedef void (*Groser__V1__ListStoresRequest_Closure)
+                 (const Groser__V1__ListStoresRequest *message,
+                  void *closure_data);
+typedef void (*Groser__V1__ListStoresResponse_Closure)
+                 (const Groser__V1__ListStoresResponse *message,
+                  void *closure_data);
+typedef void (*Groser__V1__StoreListing_Closure)
+                 (const Groser__V1__StoreListing *message,
+                  void *closure_data);
 typedef void (*Groser__V1__GetShelfRequest_Closure)
                  (const Groser__V1__GetShelfRequest *message,
                   void *closure_data);
@@ -1111,6 +1243,9 @@ extern const ProtobufCMessageDescriptor groser__v1__list_cities_request__descrip
 extern const ProtobufCMessageDescriptor groser__v1__list_cities_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_store_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_store_response__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__list_stores_request__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__list_stores_response__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__store_listing__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__list_products_request__descriptor;

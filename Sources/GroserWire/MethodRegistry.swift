@@ -1,0 +1,267 @@
+/// The method registry: every method of protocol v1 declared once, with its
+/// field in the envelopes' oneofs, its .proto messages, who may call it,
+/// whether a client may resend it after a lost answer, which part of groserd
+/// runs it, whether it streams and which of its strings have a length limit.
+/// Everything else reads it or is checked against it by a test
+/// (MethodRegistryDriftTests): the .proto files, docs/PROTOCOL.md's method
+/// table, the fuzz seeds and dictionary, the client's wrappers, the Python
+/// client. docs/ARCHITECTURE.md ("Adding a method") gives the recipe.
+///
+/// Adding a case to `MethodField` fails to compile until `MethodField.entry`
+/// below, `RequestMethod.field`, `RequestMethod.sessionToken`, the request and
+/// response conversions (ProtobufC*.swift) and `FieldLimits.violation` name it:
+/// none of them has a `default:`.
+
+/// The field numbers of `Request.method`, which match `Response.body`.
+public enum MethodField: UInt32, Sendable, CaseIterable {
+    case serverInfo = 10
+    case listCities = 11
+    case getStore = 12
+    case getShelf = 13
+    case openSession = 14
+    case getCart = 15
+    case addItem = 16
+    case setQuantity = 17
+    case removeItem = 18
+    case clearCart = 19
+    case checkout = 20
+    case listOrders = 21
+    case setProduct = 22
+    case listProducts = 23
+    case importCatalog = 24
+    case exportCatalog = 25
+    case register = 26
+    case login = 27
+    case logout = 28
+    case whoAmI = 29
+    case watch = 30
+    case cancelWatch = 31
+    case stats = 32
+    case searchProducts = 33
+    case listStores = 34
+
+    /// The method's name as ServerInfo lists it (MethodTable).
+    public var methodName: String { info.name }
+}
+
+/// One method's entry in the registry.
+public struct MethodInfo: Sendable, Hashable {
+    /// Who may call the method.
+    public enum Access: Sendable, Hashable {
+        /// Anyone who can connect.
+        case anyone
+        /// Anyone who can connect and holds the session token it names.
+        case session
+        /// groserd's own user, root and `--admin-group` members (PROTOCOL.md §8).
+        case operators
+    }
+
+    /// What resending the request after its answer was lost does.
+    public enum Retry: Sendable, Hashable {
+        /// Nothing a first call did not do: a read, or a change to a value
+        /// given whole (SetProduct, ImportCatalog).
+        case safe
+        /// Applied at most once when resent with the same `idempotency_key`
+        /// (a retry gets the first answer); without a key, not safe.
+        case withIdempotencyKey
+        /// A resend acts again or answers otherwise (OpenSession opens a
+        /// second session; Register finds the account taken).
+        case unsafe
+    }
+
+    /// Which part of groserd answers it.
+    public enum Executor: Sendable, Hashable {
+        /// The event loop that read it, from the encoded catalog.
+        case catalogReader
+        /// The event loop that read it, from its own state (watches, stats).
+        case eventLoop
+        /// The customer shard that owns the session (group-committed log).
+        case customerShard
+        /// A password-hashing worker, then the customer shard.
+        case accountWorkers
+        /// The commit queue's thread (SQLite, the catalog's change path).
+        case commitQueue
+        /// The import thread (whole-catalog imports and exports).
+        case importThread
+    }
+
+    public let field: MethodField
+    /// The method's name, as ServerInfo, Stats and the logs give it.
+    public let name: String
+    /// The field's name in `Request.method` and `Response.body` (service.proto).
+    public let oneofField: String
+    /// The message types of the two fields, without the `groser.v1.` package.
+    public let requestMessage: String
+    public let responseMessage: String
+    public let access: Access
+    public let retry: Retry
+    public let executor: Executor
+    /// Answers with a stream of frames (`continues`), not one.
+    public let streams: Bool
+    /// The request's strings `FieldLimits` bounds, as its refusals name them
+    /// (PROTOCOL.md §11); a test holds FieldLimits to exactly these.
+    public let limitedFields: [String]
+    /// The GroserClient method that calls it, in a sync and (when
+    /// `clientAsync`) an async form; nil when the client has none (a watch
+    /// is cancelled by ending its stream). A test finds each in Sources/GroserClient.
+    public let clientWrapper: String?
+    public let clientAsync: Bool
+
+    init(_ field: MethodField, _ name: String, _ oneofField: String, _ requestMessage: String, _ responseMessage: String,
+         _ access: Access, _ retry: Retry, _ executor: Executor, streams: Bool = false, limits limitedFields: [String] = [], client: String?, clientAsync: Bool = true) {
+        self.field = field
+        self.name = name
+        self.oneofField = oneofField
+        self.requestMessage = requestMessage
+        self.responseMessage = responseMessage
+        self.access = access
+        self.retry = retry
+        self.executor = executor
+        self.streams = streams
+        self.limitedFields = limitedFields
+        self.clientWrapper = client
+        self.clientAsync = clientAsync
+    }
+
+    /// Answered somewhere other than the event loop that read it.
+    public var isDeferred: Bool { executor != .catalogReader && executor != .eventLoop }
+}
+
+extension MethodField {
+    private static let cartChange = ["session", "store_uid", "idempotency_key"]
+
+    /// The method's registry entry. A switch, not a table, so that a new
+    /// case cannot compile without one; `info` reads the table built from it.
+    var entry: MethodInfo {
+        switch self {
+        case .serverInfo:
+            MethodInfo(self, "ServerInfo", "server_info", "ServerInfoRequest", "ServerInfoResponse", .anyone, .safe, .catalogReader, client: "serverInfo")
+        case .listCities:
+            MethodInfo(self, "ListCities", "list_cities", "ListCitiesRequest", "ListCitiesResponse", .anyone, .safe, .catalogReader, client: "listCities")
+        case .getStore:
+            MethodInfo(self, "GetStore", "get_store", "GetStoreRequest", "GetStoreResponse", .anyone, .safe, .catalogReader, client: "store")
+        case .getShelf:
+            MethodInfo(self, "GetShelf", "get_shelf", "GetShelfRequest", "GetShelfResponse", .anyone, .safe, .catalogReader, client: "shelf")
+        case .openSession:
+            MethodInfo(self, "OpenSession", "open_session", "OpenSessionRequest", "OpenSessionResponse",
+                       .anyone, .unsafe, .customerShard, client: "openSession")
+        case .getCart:
+            MethodInfo(self, "GetCart", "get_cart", "GetCartRequest", "CartResponse", .session, .safe, .customerShard,
+                       limits: ["session", "store_uid"], client: "cart")
+        case .addItem:
+            MethodInfo(self, "AddItem", "add_item", "AddItemRequest", "CartResponse", .session, .withIdempotencyKey,
+                       .customerShard, limits: Self.cartChange + ["product_uid"], client: "addItem")
+        case .setQuantity:
+            MethodInfo(self, "SetQuantity", "set_quantity", "SetQuantityRequest", "CartResponse", .session,
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"], client: "setQuantity")
+        case .removeItem:
+            MethodInfo(self, "RemoveItem", "remove_item", "RemoveItemRequest", "CartResponse", .session,
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange + ["product_uid"], client: "removeItem")
+        case .clearCart:
+            MethodInfo(self, "ClearCart", "clear_cart", "ClearCartRequest", "CartResponse", .session,
+                       .withIdempotencyKey, .customerShard, limits: Self.cartChange, client: "clearCart")
+        case .checkout:
+            MethodInfo(self, "Checkout", "checkout", "CheckoutRequest", "CheckoutResponse", .session, .withIdempotencyKey,
+                       .customerShard, limits: Self.cartChange + ["delivery_address", "card.number", "card.cvc", "card.holder_name"], client: "checkout")
+        case .listOrders:
+            MethodInfo(self, "ListOrders", "list_orders", "ListOrdersRequest", "ListOrdersResponse", .session, .safe,
+                       .customerShard, limits: ["session"], client: "orders")
+        case .setProduct:
+            MethodInfo(self, "SetProduct", "set_product", "SetProductRequest", "SetProductResponse", .operators, .safe,
+                       .commitQueue, limits: ["product_uid"], client: "setProduct")
+        case .listProducts:
+            MethodInfo(self, "ListProducts", "list_products", "ListProductsRequest", "ListProductsResponse",
+                       .anyone, .safe, .catalogReader, client: "productPage")
+        case .importCatalog:
+            MethodInfo(self, "ImportCatalog", "import_catalog", "ImportCatalogRequest", "ImportCatalogResponse",
+                       .operators, .safe, .importThread, client: "importCatalog", clientAsync: false)
+        case .exportCatalog:
+            MethodInfo(self, "ExportCatalog", "export_catalog", "ExportCatalogRequest", "ExportCatalogResponse",
+                       .operators, .safe, .importThread, client: "exportPage", clientAsync: false)
+        case .register:
+            MethodInfo(self, "Register", "register", "RegisterRequest", "RegisterResponse", .anyone, .unsafe, .accountWorkers, client: "register")
+        case .login:
+            MethodInfo(self, "Login", "login", "LoginRequest", "LoginResponse", .anyone, .withIdempotencyKey,
+                       .accountWorkers, limits: ["session", "idempotency_key"], client: "login")
+        case .logout:
+            MethodInfo(self, "Logout", "logout", "LogoutRequest", "LogoutResponse", .session, .unsafe, .customerShard,
+                       limits: ["session"], client: "logout")
+        case .whoAmI:
+            MethodInfo(self, "WhoAmI", "who_am_i", "WhoAmIRequest", "WhoAmIResponse", .session, .safe, .customerShard,
+                       limits: ["session"], client: "whoAmI")
+        case .watch:
+            MethodInfo(self, "Watch", "watch", "WatchRequest", "WatchEvent", .anyone, .safe, .eventLoop, streams: true, client: "watch")
+        case .cancelWatch:
+            MethodInfo(self, "CancelWatch", "cancel_watch", "CancelWatchRequest", "CancelWatchResponse",
+                       .anyone, .unsafe, .eventLoop, client: nil)
+        case .stats:
+            MethodInfo(self, "Stats", "stats", "StatsRequest", "StatsResponse", .anyone, .safe, .eventLoop, client: "stats")
+        case .searchProducts:
+            MethodInfo(self, "SearchProducts", "search_products", "SearchProductsRequest", "SearchProductsResponse",
+                       .anyone, .safe, .catalogReader, client: "search")
+        case .listStores:
+            MethodInfo(self, "ListStores", "list_stores", "ListStoresRequest", "ListStoresResponse",
+                       .anyone, .safe, .catalogReader, client: "stores")
+        }
+    }
+
+    /// This method's entry of `MethodTable`: an index, as it is read per request.
+    @inline(__always)
+    public var info: MethodInfo { MethodTable.all[Int(rawValue) - 10] }
+}
+
+public enum MethodTable {
+    /// Every method's entry, in field order from field 10 on.
+    public static let all: [MethodInfo] = MethodField.allCases.map(\.entry)
+
+    /// The method whose name is `name` (as `MethodInfo.name` spells it).
+    public static func named(_ name: String) -> MethodInfo? { all.first { $0.name == name } }
+}
+
+extension RequestMethod {
+    /// The session the request acts for, if its method has one (Login's
+    /// guest session is merged, not acted for: nil). Every method is named, so
+    /// a new one must say whether it has a session.
+    public var sessionToken: String? {
+        switch self {
+        case .getCart(let s, _, _), .listOrders(let s), .logout(let s), .whoAmI(let s): s
+        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): m.session
+        case .checkout(let d): d.session
+        case .login, .serverInfo, .listCities, .getStore, .getShelf, .listProducts, .importCatalog, .exportCatalog,
+             .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores,
+             .unknown:
+            nil
+        }
+    }
+}
+
+extension ResponseBody {
+    /// True when this body is an OK answer of `field`'s method (a cart
+    /// answers GetCart and every cart change). Every body is named.
+    public func answers(_ field: MethodField) -> Bool {
+        switch self {
+        case .none: false
+        case .cart: [.getCart, .addItem, .setQuantity, .removeItem, .clearCart].contains(field)
+        case .serverInfo: field == .serverInfo
+        case .listCities: field == .listCities
+        case .getStore: field == .getStore
+        case .getShelf: field == .getShelf
+        case .listProducts: field == .listProducts
+        case .importCatalog: field == .importCatalog
+        case .exportCatalog: field == .exportCatalog
+        case .openSession: field == .openSession
+        case .checkout: field == .checkout
+        case .listOrders: field == .listOrders
+        case .setProduct: field == .setProduct
+        case .register: field == .register
+        case .login: field == .login
+        case .logout: field == .logout
+        case .whoAmI: field == .whoAmI
+        case .watch: field == .watch
+        case .cancelWatch: field == .cancelWatch
+        case .stats: field == .stats
+        case .searchProducts: field == .searchProducts
+        case .listStores: field == .listStores
+        }
+    }
+}
