@@ -2,6 +2,9 @@ import GroserClient
 import GroserCommandLine
 import GroserSystem
 
+// groser-client's account commands: register, login, logout, whoami, and
+// how a password is read.
+
 extension Commands {
     static let passwordOption = OptionSpec(name: "--password-stdin", valueName: nil,
                                            help: "read the password from the first line of standard input")

@@ -2,6 +2,8 @@ import GroserClient
 import GroserCommandLine
 import GroserSystem
 
+// groser-client's cart, checkout, orders and admin commands.
+
 extension Commands {
     static let storeOptions = [
         OptionSpec(name: "--city", valueName: "CODE", help: "the city whose default store's cart to use"),

@@ -5,6 +5,9 @@ import GroserSystem
 import Glibc
 #endif
 
+// groser-client latency: round trips to groserd measured, like
+// redis-cli --latency.
+
 extension Commands {
     static let latency = Subcommand(
         name: "latency",

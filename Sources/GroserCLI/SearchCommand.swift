@@ -2,6 +2,9 @@ import GroserClient
 import GroserCommandLine
 import GroserSystem
 
+// groser-client search: the command and its output, with the matched
+// words marked.
+
 extension Commands {
     static let search = Subcommand(
         name: "search",

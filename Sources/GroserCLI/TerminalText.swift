@@ -1,5 +1,7 @@
 import GroserSystem
 
+// Text from the server made safe to print on a terminal.
+
 extension Terminal {
     /// `s` with every control character written out, so that text from the
     /// server (a product name holding `ESC[31m` or `ESC]0;title BEL`) cannot

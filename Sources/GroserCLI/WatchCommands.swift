@@ -2,6 +2,8 @@ import GroserClient
 import GroserCommandLine
 import GroserSystem
 
+// groser-client's watch and stats commands, and their output.
+
 extension Commands {
     static let watch = Subcommand(
         name: "watch",

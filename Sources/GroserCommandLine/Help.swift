@@ -1,3 +1,6 @@
+// The help a program prints: usage lines, command lists and option tables,
+// wrapped to the terminal.
+
 extension CommandLineProgram {
     /// "groser-client cart add PRODUCT [--qty N] [--city CODE] ..." for the
     /// last command of `chain`: its required options, arguments, and the

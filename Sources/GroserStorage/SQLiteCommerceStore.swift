@@ -1,5 +1,8 @@
 import GroserWire
 
+// SQLite as the commerce store: the write transaction checkout and orders
+// run in, with a savepoint a request, and the schema migrations for them.
+
 extension SQLiteCatalogStore: CommerceStore {
     public func write<T>(_ body: (any CommerceTransaction) throws(StorageError) -> T) throws(StorageError) -> T {
         try checkStillInPlace()

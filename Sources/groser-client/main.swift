@@ -3,4 +3,7 @@ import GroserCLI
 import Glibc
 #endif
 
+// groser-client: runs the command line it was given (GroserCLI) and exits
+// with its code.
+
 exit(ClientCommand.run(Array(CommandLine.arguments.dropFirst())))

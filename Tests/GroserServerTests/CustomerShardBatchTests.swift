@@ -110,7 +110,7 @@ struct CustomerShardLogRecordTests {
             let jobs = methods.enumerated().map { i, method in
                 ShardJob(job: CommerceJob(request: Request(id: UInt64(step * 4 + i + 1), method: method), caller: Caller(uid: nil),
                                           receivedAt: monotonicNanoseconds()) { _ in },
-                         key: CustomerService.sessionToken(method).map { SessionKey(token: $0) })
+                         key: method.sessionToken.map { SessionKey(token: $0) })
             }
             let outcomes = customers.shards[0].process(jobs, bodiesWanted: false)
             if log.failing {

@@ -62,16 +62,20 @@ struct MethodTableTests {
         return m
     }
 
-    /// `RequestMethod.sessionToken` (exhaustive, for CustomerService to switch to) agrees with the router's.
-    @Test func theRegistrysSessionTokenIsTheRoutersOne() {
+    /// The token the router sends a request's shard by (`RequestMethod.sessionToken`):
+    /// the session a method carries, and none for Login (its guest session is
+    /// only merged) or the methods without one.
+    @Test func theRouterSendsEachMethodByItsSession() {
         let mutation = CartMutation(session: "s1", storeUID: "store")
         let card = PaymentCard(number: "", expiryMonth: 1, expiryYear: 2030, cvc: "", holderName: "")
-        let samples: [RequestMethod] = [
-            .serverInfo, .openSession, .getCart(session: "s0", storeUID: "st"), .addItem(mutation, productUID: "p", quantity: 1),
-            .clearCart(mutation), .whoAmI(session: "s2"), .login(LoginDetails(email: "e", password: "p", guestSession: "g")),
-            .checkout(CheckoutDetails(session: "s3", storeUID: "st", expectedVersion: 1, deliveryAddress: "", card: card)),
-            .setProduct(ProductUpdate(productUID: "p")), .unknown,
+        let samples: [(RequestMethod, String?)] = [
+            (.serverInfo, nil), (.openSession, nil), (.getCart(session: "s0", storeUID: "st"), "s0"),
+            (.addItem(mutation, productUID: "p", quantity: 1), "s1"), (.clearCart(mutation), "s1"), (.whoAmI(session: "s2"), "s2"),
+            (.login(LoginDetails(email: "e", password: "p", guestSession: "g")), nil),
+            (.checkout(CheckoutDetails(session: "s3", storeUID: "st", expectedVersion: 1, deliveryAddress: "", card: card)), "s3"),
+            (.listOrders(session: "s4"), "s4"), (.logout(session: "s5"), "s5"),
+            (.setProduct(ProductUpdate(productUID: "p")), nil), (.unknown, nil),
         ]
-        for method in samples { #expect(method.sessionToken == CustomerService.sessionToken(method), "\(method)") }
+        for (method, token) in samples { #expect(method.sessionToken == token, "\(method)") }
     }
 }

@@ -184,16 +184,6 @@ public final class CustomerService: Sendable {
         return n
     }
 
-    /// The session token a request carries, if any.
-    static func sessionToken(_ method: RequestMethod) -> String? {
-        switch method {
-        case .getCart(let s, _, _), .listOrders(let s), .logout(let s), .whoAmI(let s): return s
-        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): return m.session
-        case .checkout(let d): return d.session
-        default: return nil
-        }
-    }
-
     public func start() throws(Errno) {
         var started: [OSThread] = []
         for s in shards { started.append(try OSThread(name: "groserd-cart\(s.index)") { s.run() }) }
@@ -222,7 +212,7 @@ public final class CustomerService: Sendable {
     }
 
     private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
-        let token = Self.sessionToken(job.request.method) ?? ""
+        let token = job.request.method.sessionToken ?? ""
         guard !token.isEmpty else { return (shards[0], ShardJob(job: job, key: nil)) }
         let key = keys.key(for: token)
         return (shards[key.shard(of: shards.count)], ShardJob(job: job, key: key))

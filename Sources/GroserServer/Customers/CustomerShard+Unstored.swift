@@ -31,7 +31,7 @@ extension CustomerShard {
     func unstored(_ j: UnsafePointer<ShardJob>, _ key: SessionKey, _ catalog: EncodedCatalog, _ now: Int64,
                   _ batch: inout Batch, _ tx: (any CommerceTransaction)?) -> CommerceOutcome {
         let method = j.pointee.job.request.method
-        guard let token = CustomerService.sessionToken(method), let created = context.tokens.createdAt(of: token, nowUnix: now) else {
+        guard let token = method.sessionToken, let created = context.tokens.createdAt(of: token, nowUnix: now) else {
             return .failed(Self.unknownSession.status)
         }
         switch method {

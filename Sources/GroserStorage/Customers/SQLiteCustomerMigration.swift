@@ -1,5 +1,9 @@
 import GroserWire
 
+// What the customer shards read from the SQLite database: product facts for
+// carts, and the sessions and carts an older groserd kept there, moved once
+// into the customer log.
+
 extension SQLiteCatalogStore {
     /// A product as carts need it, with its shelf (caches are dropped by
     /// shelf when the catalog changes). Read outside any write transaction.

@@ -1,5 +1,8 @@
 import GroserWire
 
+// Catalog import into PostgreSQL: staging, checking (CatalogImportValidator)
+// and applying an import in one transaction.
+
 extension PostgresCatalogStore: CatalogImporting {
     public func beginImport(id: UInt64, replace: Bool) throws(StorageError) -> any CatalogImportSession {
         try PostgresCatalogImport(connectInfo: connectInfo, id: id, replace: replace)
