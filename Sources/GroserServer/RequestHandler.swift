@@ -119,25 +119,11 @@ public struct RequestHandler: Sendable {
             fail(id, .invalidArgument, "\(method) needs one of city_code, city_uid or store_uid.", &out)
             return nil
         case .cityCode(let code):
-            guard !code.isEmpty else {
-                fail(id, .invalidArgument, "\(method)'s city_code is empty.", &out)
-                return nil
-            }
-            storeUID = catalog.defaultStoreByCityCode[code.uppercased()]
-            if storeUID == nil {
-                fail(id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
-                return nil
-            }
+            guard let uid = defaultStore(of: .code(code), possessive: "\(method)'s", id, &out) else { return nil }
+            storeUID = uid
         case .cityUID(let uid):
-            guard !uid.isEmpty else {
-                fail(id, .invalidArgument, "\(method)'s city_uid is empty.", &out)
-                return nil
-            }
-            storeUID = catalog.defaultStoreByCityUID[uid]
-            if storeUID == nil {
-                fail(id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
-                return nil
-            }
+            guard let uid = defaultStore(of: .uid(uid), possessive: "\(method)'s", id, &out) else { return nil }
+            storeUID = uid
         case .storeUID(let uid):
             guard !uid.isEmpty else {
                 fail(id, .invalidArgument, "\(method)'s store_uid is empty.", &out)
@@ -150,6 +136,33 @@ public struct RequestHandler: Sendable {
             return nil
         }
         return store
+    }
+
+    /// The uid of `city`'s default store; nil once the refusal is in `out`
+    /// (an empty code or uid, named after `possessive`, or an unknown city).
+    func defaultStore(of city: CitySelector, possessive: String, _ id: UInt64, _ out: inout [UInt8]) -> String? {
+        switch city {
+        case .code(let code):
+            guard !code.isEmpty else {
+                fail(id, .invalidArgument, "\(possessive) city_code is empty.", &out)
+                return nil
+            }
+            guard let uid = catalog.defaultStoreByCityCode[code.uppercased()] else {
+                fail(id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
+                return nil
+            }
+            return uid
+        case .uid(let uid):
+            guard !uid.isEmpty else {
+                fail(id, .invalidArgument, "\(possessive) city_uid is empty.", &out)
+                return nil
+            }
+            guard let store = catalog.defaultStoreByCityUID[uid] else {
+                fail(id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
+                return nil
+            }
+            return store
+        }
     }
 
     /// `{…versions, not_modified: true}` and nothing else.

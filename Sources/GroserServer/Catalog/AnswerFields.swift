@@ -13,6 +13,8 @@ enum AnswerField {
         static let shelf: UInt32 = 1, storeUID: UInt32 = 2, departmentUID: UInt32 = 3, catalogVersion: UInt32 = 4
         static let storeVersion: UInt32 = 5, notModified: UInt32 = 6
     }
+    enum ListStores { static let stores: UInt32 = 1, cityUID: UInt32 = 2, catalogVersion: UInt32 = 3 }
+    enum StoreListing { static let summary: UInt32 = 1, isDefault: UInt32 = 2, storeVersion: UInt32 = 3 }
     enum ListProducts {
         static let products: UInt32 = 1, nextPageToken: UInt32 = 2, storeVersion: UInt32 = 3, totalSize: UInt32 = 4
     }

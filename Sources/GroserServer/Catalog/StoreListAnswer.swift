@@ -4,38 +4,32 @@ import GroserWire
 /// summary GetStore sends, whether it is the city's default and its version.
 extension RequestHandler {
     func answerStores(_ id: UInt64, _ city: CitySelector?, _ out: inout [UInt8]) {
+        guard let city else {
+            return fail(id, .invalidArgument, "ListStores needs one of city_code or city_uid.", &out)
+        }
+        guard let defaultStore = defaultStore(of: city, possessive: "ListStores'", id, &out) else { return }
         let cityUID: String
-        let defaultStore: String
         switch city {
-        case nil:
-            fail(id, .invalidArgument, "ListStores needs one of city_code or city_uid.", &out)
-            return
+        case .uid(let uid): cityUID = uid
         case .code(let code):
-            guard !code.isEmpty else { return fail(id, .invalidArgument, "ListStores' city_code is empty.", &out) }
-            guard let uid = catalog.defaultStoreByCityCode[code.uppercased()], let store = catalog.stores[uid] else {
+            guard let store = catalog.stores[defaultStore] else {
                 return fail(id, .notFound, "No city has the code \"\(printable(code))\"; ListCities lists the codes.", &out)
             }
-            (cityUID, defaultStore) = (store.cityUID, uid)
-        case .uid(let uid):
-            guard !uid.isEmpty else { return fail(id, .invalidArgument, "ListStores' city_uid is empty.", &out) }
-            guard let store = catalog.defaultStoreByCityUID[uid] else {
-                return fail(id, .notFound, "No city has the uid \"\(printable(uid))\".", &out)
-            }
-            (cityUID, defaultStore) = (uid, store)
+            cityUID = store.cityUID
         }
-        // StoreListing's field 1 is a StoreSummary, as Store's is: the
-        // store's `summaryField` is copied whole.
+        // StoreListing's summary is a StoreSummary, as Store's is: the
+        // store's `summaryField` (tag included) is copied whole.
         var body: [UInt8] = []
         for store in catalog.stores.values.filter({ $0.cityUID == cityUID }).sorted(by: { $0.uid < $1.uid }) {
             var listing = store.summaryField
-            ProtoWriter.appendVarintField(2, store.uid == defaultStore ? 1 : 0, to: &listing)
-            ProtoWriter.appendVarintField(3, store.version, to: &listing)
-            ProtoWriter.appendLengthDelimitedHeader(1, listing.count, to: &body)
+            ProtoWriter.appendVarintField(AnswerField.StoreListing.isDefault, store.uid == defaultStore ? 1 : 0, to: &listing)
+            ProtoWriter.appendVarintField(AnswerField.StoreListing.storeVersion, store.version, to: &listing)
+            ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListStores.stores, listing.count, to: &body)
             body += listing
         }
-        ProtoWriter.appendLengthDelimitedHeader(2, cityUID.utf8.count, to: &body)
+        ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListStores.cityUID, cityUID.utf8.count, to: &body)
         body += cityUID.utf8
-        ProtoWriter.appendVarintField(3, catalog.version, to: &body)
+        ProtoWriter.appendVarintField(AnswerField.ListStores.catalogVersion, catalog.version, to: &body)
         ResponseFrameWriter.appendOK(id: id, field: .listStores, body: body, to: &out)
     }
 }
