@@ -12,48 +12,6 @@ public enum CitySelector: Sendable, Hashable {
     case uid(String)
 }
 
-/// The method a request calls, with its arguments.
-public enum RequestMethod: Sendable, Hashable {
-    case serverInfo
-    case listCities
-    /// `selector` is nil when the client set none (an invalid request).
-    /// `knownStoreVersion`: the store version of an answer the caller holds
-    /// (0: none); a current one is answered "not modified" with no body.
-    case getStore(selector: StoreSelector?, includeProducts: Bool, knownStoreVersion: UInt64 = 0)
-    case getShelf(shelfUID: String, knownStoreVersion: UInt64 = 0)
-    case listProducts(ProductPageRequest)
-    /// Operators: one request of a catalog import.
-    case importCatalog(ImportChunk)
-    /// Operators: one page of the catalog as records.
-    case exportCatalog(ExportPageRequest)
-    case openSession
-    case getCart(session: String, storeUID: String, acceptPrices: Bool = false)
-    case addItem(CartMutation, productUID: String, quantity: UInt32)
-    case setQuantity(CartMutation, productUID: String, quantity: UInt32)
-    case removeItem(CartMutation, productUID: String)
-    case clearCart(CartMutation)
-    // Indirect: CheckoutDetails (128 bytes) made every RequestMethod 129
-    // bytes, and every copy of a request a memcpy of them.
-    indirect case checkout(CheckoutDetails)
-    case listOrders(session: String)
-    case setProduct(ProductUpdate)
-    case register(Registration)
-    case login(LoginDetails)
-    case logout(session: String)
-    case whoAmI(session: String)
-    /// Starts a stream of catalog changes of one store (PROTOCOL.md §7B).
-    case watch(selector: StoreSelector?, sinceVersion: UInt64)
-    /// Ends the watch started by the request `watchID` on this connection.
-    case cancelWatch(watchID: UInt64)
-    case stats
-    /// Ranked products of one store for what a shopper typed (docs/SEARCH.md).
-    indirect case searchProducts(SearchRequest)
-    /// The stores of one city; `city` is nil when the client set none (an invalid request).
-    case listStores(city: CitySelector?)
-    /// No method this build knows: a newer client's, or none at all.
-    case unknown
-}
-
 /// A client-to-server frame's message.
 public struct Request: Sendable, Hashable {
     /// Chosen by the client, echoed in the response.
@@ -202,33 +160,6 @@ public struct ProductPage: Sendable, Hashable {
     }
 }
 
-/// A response's body.
-public enum ResponseBody: Sendable, Hashable {
-    case none
-    case serverInfo(ServerInfo)
-    case listCities(CityList)
-    case getStore(StoreCatalog)
-    case getShelf(ShelfContents)
-    case listProducts(ProductPage)
-    case importCatalog(ImportResult)
-    case exportCatalog(ExportPage)
-    case openSession(session: String)
-    /// The answer of GetCart and of every cart mutation.
-    case cart(Cart)
-    case checkout(Order)
-    case listOrders([Order])
-    case setProduct(ProductUpdateResult)
-    case register(Account)
-    case login(LoginResult)
-    case logout
-    case whoAmI(Identity)
-    case watch(WatchEvent)
-    case cancelWatch
-    case stats(ServerStats)
-    case searchProducts(SearchResults)
-    case listStores(StoreList)
-}
-
 /// A server-to-client frame's message.
 public struct Response: Sendable, Hashable {
     public var id: UInt64
@@ -258,41 +189,6 @@ public struct WireDecodingError: Error, Hashable, Sendable, CustomStringConverti
     public init(_ description: String, tooManyFields: Bool = false) {
         self.description = description
         self.tooManyFields = tooManyFields
-    }
-}
-
-extension RequestMethod {
-    /// The method's field number in `Request.method` (and of its answer in
-    /// `Response.body`); nil for `.unknown`.
-    public var field: MethodField? {
-        switch self {
-        case .serverInfo: .serverInfo
-        case .listCities: .listCities
-        case .getStore: .getStore
-        case .getShelf: .getShelf
-        case .listProducts: .listProducts
-        case .importCatalog: .importCatalog
-        case .exportCatalog: .exportCatalog
-        case .openSession: .openSession
-        case .getCart: .getCart
-        case .addItem: .addItem
-        case .setQuantity: .setQuantity
-        case .removeItem: .removeItem
-        case .clearCart: .clearCart
-        case .checkout: .checkout
-        case .listOrders: .listOrders
-        case .setProduct: .setProduct
-        case .register: .register
-        case .login: .login
-        case .logout: .logout
-        case .whoAmI: .whoAmI
-        case .watch: .watch
-        case .cancelWatch: .cancelWatch
-        case .stats: .stats
-        case .searchProducts: .searchProducts
-        case .listStores: .listStores
-        case .unknown: nil
-        }
     }
 }
 

@@ -1,47 +1,86 @@
 /// The method registry: every method of protocol v1 declared once, with its
+/// request and answer as Swift values (`RequestMethod`, `ResponseBody`), its
 /// field in the envelopes' oneofs, its .proto messages, who may call it,
 /// whether a client may resend it after a lost answer, which part of groserd
 /// runs it, whether it streams and which of its strings have a length limit.
-/// Everything else reads it or is checked against it by a test
-/// (MethodRegistryDriftTests): the .proto files, docs/PROTOCOL.md's method
-/// table, the fuzz seeds and dictionary, the client's wrappers, the Python
-/// client. docs/ARCHITECTURE.md ("Adding a method") gives the recipe.
+/// Everything else reads it, is generated from the .protos beside it
+/// (Generated/, by tools/gen-wire-swift: `MethodField`, the envelopes'
+/// conversions) or is checked against it by a test (MethodRegistryDriftTests):
+/// the .proto files, docs/PROTOCOL.md's method table, the fuzz seeds and
+/// dictionary, the client's wrappers, the Python client.
+/// docs/ARCHITECTURE.md ("Adding a method") gives the recipe.
 ///
-/// Adding a case to `MethodField` fails to compile until `MethodField.entry`
-/// below, `RequestMethod.field`, `RequestMethod.sessionToken`, the request and
-/// response conversions (ProtobufC*.swift) and `FieldLimits.violation` name it:
-/// none of them has a `default:`.
+/// A field added to service.proto's oneofs fails to compile until its
+/// `RequestMethod` and `ResponseBody` cases, `MethodField.entry` and
+/// `RequestMethod.sessionToken` below name it: none of them has a `default:`.
 
-/// The field numbers of `Request.method`, which match `Response.body`.
-public enum MethodField: UInt32, Sendable, CaseIterable {
-    case serverInfo = 10
-    case listCities = 11
-    case getStore = 12
-    case getShelf = 13
-    case openSession = 14
-    case getCart = 15
-    case addItem = 16
-    case setQuantity = 17
-    case removeItem = 18
-    case clearCart = 19
-    case checkout = 20
-    case listOrders = 21
-    case setProduct = 22
-    case listProducts = 23
-    case importCatalog = 24
-    case exportCatalog = 25
-    case register = 26
-    case login = 27
-    case logout = 28
-    case whoAmI = 29
-    case watch = 30
-    case cancelWatch = 31
-    case stats = 32
-    case searchProducts = 33
-    case listStores = 34
+/// The method a request calls, with its arguments.
+public enum RequestMethod: Sendable, Hashable {
+    case serverInfo
+    case listCities
+    /// `selector` is nil when the client set none (an invalid request).
+    /// `knownStoreVersion`: the store version of an answer the caller holds
+    /// (0: none); a current one is answered "not modified" with no body.
+    case getStore(selector: StoreSelector?, includeProducts: Bool, knownStoreVersion: UInt64 = 0)
+    case getShelf(shelfUID: String, knownStoreVersion: UInt64 = 0)
+    case listProducts(ProductPageRequest)
+    /// Operators: one request of a catalog import.
+    case importCatalog(ImportChunk)
+    /// Operators: one page of the catalog as records.
+    case exportCatalog(ExportPageRequest)
+    case openSession
+    case getCart(session: String, storeUID: String, acceptPrices: Bool = false)
+    case addItem(CartMutation, productUID: String, quantity: UInt32)
+    case setQuantity(CartMutation, productUID: String, quantity: UInt32)
+    case removeItem(CartMutation, productUID: String)
+    case clearCart(CartMutation)
+    // Indirect: CheckoutDetails (128 bytes) made every RequestMethod 129
+    // bytes, and every copy of a request a memcpy of them.
+    indirect case checkout(CheckoutDetails)
+    case listOrders(session: String)
+    case setProduct(ProductUpdate)
+    case register(Registration)
+    case login(LoginDetails)
+    case logout(session: String)
+    case whoAmI(session: String)
+    /// Starts a stream of catalog changes of one store (PROTOCOL.md §7B).
+    case watch(selector: StoreSelector?, sinceVersion: UInt64)
+    /// Ends the watch started by the request `watchID` on this connection.
+    case cancelWatch(watchID: UInt64)
+    case stats
+    /// Ranked products of one store for what a shopper typed (docs/SEARCH.md).
+    indirect case searchProducts(SearchRequest)
+    /// The stores of one city; `city` is nil when the client set none (an invalid request).
+    case listStores(city: CitySelector?)
+    /// No method this build knows: a newer client's, or none at all.
+    case unknown
+}
 
-    /// The method's name as ServerInfo lists it (MethodTable).
-    public var methodName: String { info.name }
+/// A response's body.
+public enum ResponseBody: Sendable, Hashable {
+    case none
+    case serverInfo(ServerInfo)
+    case listCities(CityList)
+    case getStore(StoreCatalog)
+    case getShelf(ShelfContents)
+    case listProducts(ProductPage)
+    case importCatalog(ImportResult)
+    case exportCatalog(ExportPage)
+    case openSession(session: String)
+    /// The answer of GetCart and of every cart mutation.
+    case cart(Cart)
+    case checkout(Order)
+    case listOrders([Order])
+    case setProduct(ProductUpdateResult)
+    case register(Account)
+    case login(LoginResult)
+    case logout
+    case whoAmI(Identity)
+    case watch(WatchEvent)
+    case cancelWatch
+    case stats(ServerStats)
+    case searchProducts(SearchResults)
+    case listStores(StoreList)
 }
 
 /// One method's entry in the registry.
@@ -231,37 +270,6 @@ extension RequestMethod {
              .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores,
              .unknown:
             nil
-        }
-    }
-}
-
-extension ResponseBody {
-    /// True when this body is an OK answer of `field`'s method (a cart
-    /// answers GetCart and every cart change). Every body is named.
-    public func answers(_ field: MethodField) -> Bool {
-        switch self {
-        case .none: false
-        case .cart: [.getCart, .addItem, .setQuantity, .removeItem, .clearCart].contains(field)
-        case .serverInfo: field == .serverInfo
-        case .listCities: field == .listCities
-        case .getStore: field == .getStore
-        case .getShelf: field == .getShelf
-        case .listProducts: field == .listProducts
-        case .importCatalog: field == .importCatalog
-        case .exportCatalog: field == .exportCatalog
-        case .openSession: field == .openSession
-        case .checkout: field == .checkout
-        case .listOrders: field == .listOrders
-        case .setProduct: field == .setProduct
-        case .register: field == .register
-        case .login: field == .login
-        case .logout: field == .logout
-        case .whoAmI: field == .whoAmI
-        case .watch: field == .watch
-        case .cancelWatch: field == .cancelWatch
-        case .stats: field == .stats
-        case .searchProducts: field == .searchProducts
-        case .listStores: field == .listStores
         }
     }
 }

@@ -61,13 +61,16 @@ extension Arena {
         }
     }
 
-    func exportRequest(_ r: ExportPageRequest) -> UnsafeMutablePointer<Groser__V1__ExportCatalogRequest> {
-        message(Groser__V1__ExportCatalogRequest.self) { p in
-            groser__v1__export_catalog_request__init(p)
-            p.pointee.store_uid = string(r.storeUID)
-            p.pointee.page_size = r.pageSize
-            p.pointee.page_token = string(r.pageToken)
+    /// Fills the request's method for ImportCatalog (its records are oneofs); false for others.
+    func importMethod(_ method: RequestMethod, into p: UnsafeMutablePointer<Groser__V1__Request>) -> Bool {
+        switch method {
+        case .importCatalog(let chunk):
+            p.pointee.method_case = GROSER__V1__REQUEST__METHOD_IMPORT_CATALOG
+            p.pointee.import_catalog = importRequest(chunk)
+        default:
+            return false
         }
+        return true
     }
 }
 
@@ -89,7 +92,7 @@ func catalogRecord(_ p: UnsafeMutablePointer<Groser__V1__CatalogRecord>) -> Numb
         record = .shelf(CatalogShelf(uid: str(m.uid), departmentUID: str(m.department_uid), name: str(m.name)))
     case GROSER__V1__CATALOG_RECORD__RECORD_PRODUCT:
         guard let m = c.product?.pointee else { return nil }
-        record = .product(CatalogProduct(product: product(m.product), stock: m.stock, barcode: str(m.barcode)))
+        record = .product(CatalogProduct(product: Product(m.product), stock: m.stock, barcode: str(m.barcode)))
     default:
         return nil
     }
@@ -109,9 +112,6 @@ func decodeImportMethod(_ c: Groser__V1__Request) -> RequestMethod? {
         }
         return .importCatalog(ImportChunk(importID: g.import_id, records: records, replace: g.replace != 0,
                                           commit: g.commit != 0, abort: g.abort != 0))
-    case GROSER__V1__REQUEST__METHOD_EXPORT_CATALOG:
-        let g = c.export_catalog.pointee
-        return .exportCatalog(ExportPageRequest(storeUID: str(g.store_uid), pageSize: g.page_size, pageToken: str(g.page_token)))
     default:
         return nil
     }
@@ -119,11 +119,6 @@ func decodeImportMethod(_ c: Groser__V1__Request) -> RequestMethod? {
 
 func decodeImportBody(_ c: Groser__V1__Response) -> ResponseBody? {
     switch c.body_case {
-    case GROSER__V1__RESPONSE__BODY_IMPORT_CATALOG:
-        let b = c.import_catalog.pointee
-        return .importCatalog(ImportResult(importID: b.import_id, records: b.records, committed: b.committed != 0,
-                                           catalogVersion: b.catalog_version, stores: b.stores, products: b.products,
-                                           removed: b.removed))
     case GROSER__V1__RESPONSE__BODY_EXPORT_CATALOG:
         let b = c.export_catalog.pointee
         return .exportCatalog(ExportPage(records: items(b.records, b.n_records).compactMap { catalogRecord($0)?.record },
@@ -134,21 +129,6 @@ func decodeImportBody(_ c: Groser__V1__Response) -> ResponseBody? {
 }
 
 extension BodyEncoder {
-    public static func importCatalog(_ v: ImportResult) -> [UInt8] {
-        Arena.packed { arena in
-            arena.message(Groser__V1__ImportCatalogResponse.self) { p in
-                groser__v1__import_catalog_response__init(p)
-                p.pointee.import_id = v.importID
-                p.pointee.records = v.records
-                p.pointee.committed = v.committed ? 1 : 0
-                p.pointee.catalog_version = v.catalogVersion
-                p.pointee.stores = v.stores
-                p.pointee.products = v.products
-                p.pointee.removed = v.removed
-            }
-        }
-    }
-
     public static func exportCatalog(_ v: ExportPage) -> [UInt8] {
         Arena.packed { arena in
             arena.message(Groser__V1__ExportCatalogResponse.self) { p in
