@@ -72,8 +72,8 @@ extension RequestMethod {
         }
     }
 
-    /// A request of each method with every field at its zero value, nil for
-    /// the hand-converted ones: a seed the fuzz corpus starts from.
+    /// A request of each method with every field at its zero value (nil for
+    /// any converted by hand): a seed the fuzz corpus starts from.
     public static func zeroValued(_ field: MethodField) -> RequestMethod? {
         switch field {
         case .serverInfo: .serverInfo
@@ -90,6 +90,7 @@ extension RequestMethod {
         case .listOrders: .listOrders(session: ListOrdersRequest(UnsafeMutablePointer<Groser__V1__ListOrdersRequest>?.none).session)
         case .setProduct: .setProduct(ProductUpdate(UnsafeMutablePointer<Groser__V1__SetProductRequest>?.none))
         case .listProducts: .listProducts(ProductPageRequest(UnsafeMutablePointer<Groser__V1__ListProductsRequest>?.none))
+        case .importCatalog: .importCatalog(ImportChunk(UnsafeMutablePointer<Groser__V1__ImportCatalogRequest>?.none))
         case .exportCatalog: .exportCatalog(ExportPageRequest(UnsafeMutablePointer<Groser__V1__ExportCatalogRequest>?.none))
         case .register: .register(Registration(UnsafeMutablePointer<Groser__V1__RegisterRequest>?.none))
         case .login: .login(LoginDetails(UnsafeMutablePointer<Groser__V1__LoginRequest>?.none))
@@ -100,7 +101,6 @@ extension RequestMethod {
         case .stats: .stats
         case .searchProducts: .searchProducts(SearchRequest(UnsafeMutablePointer<Groser__V1__SearchProductsRequest>?.none))
         case .listStores: .listStores(city: ListStoresRequest(UnsafeMutablePointer<Groser__V1__ListStoresRequest>?.none).city)
-        default: nil
         }
     }
 }
@@ -145,80 +145,31 @@ extension Request {
                 p.pointee.id = id
                 p.pointee.deadline_ms = deadlineMilliseconds
                 switch method {
-                case .serverInfo:
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SERVER_INFO
-                    p.pointee.server_info = arena.message(Groser__V1__ServerInfoRequest.self) { groser__v1__server_info_request__init($0) }
-                case .listCities:
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_CITIES
-                    p.pointee.list_cities = arena.message(Groser__V1__ListCitiesRequest.self) { groser__v1__list_cities_request__init($0) }
-                case .getStore(let v0, let v1, let v2):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_STORE
-                    p.pointee.get_store = arena.getStoreRequest(GetStoreRequest(selector: v0, includeProducts: v1, knownStoreVersion: v2))
-                case .getShelf(let v0, let v1):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_SHELF
-                    p.pointee.get_shelf = arena.getShelfRequest(GetShelfRequest(shelfUID: v0, knownStoreVersion: v1))
-                case .openSession:
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_OPEN_SESSION
-                    p.pointee.open_session = arena.message(Groser__V1__OpenSessionRequest.self) { groser__v1__open_session_request__init($0) }
-                case .getCart(let v0, let v1, let v2):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_CART
-                    p.pointee.get_cart = arena.getCartRequest(GetCartRequest(session: v0, storeUID: v1, acceptPrices: v2))
-                case .addItem(let v0, let v1, let v2):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_ADD_ITEM
-                    p.pointee.add_item = arena.addItemRequest(AddItemRequest(cart: v0, productUID: v1, quantity: v2))
-                case .setQuantity(let v0, let v1, let v2):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SET_QUANTITY
-                    p.pointee.set_quantity = arena.setQuantityRequest(SetQuantityRequest(cart: v0, productUID: v1, quantity: v2))
-                case .removeItem(let v0, let v1):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_REMOVE_ITEM
-                    p.pointee.remove_item = arena.removeItemRequest(RemoveItemRequest(cart: v0, productUID: v1))
-                case .clearCart(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CLEAR_CART
-                    p.pointee.clear_cart = arena.clearCartRequest(ClearCartRequest(cart: v0))
-                case .checkout(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CHECKOUT
-                    p.pointee.checkout = arena.checkoutRequest(v)
-                case .listOrders(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_ORDERS
-                    p.pointee.list_orders = arena.listOrdersRequest(ListOrdersRequest(session: v0))
-                case .setProduct(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SET_PRODUCT
-                    p.pointee.set_product = arena.setProductRequest(v)
-                case .listProducts(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS
-                    p.pointee.list_products = arena.listProductsRequest(v)
-                case .exportCatalog(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_EXPORT_CATALOG
-                    p.pointee.export_catalog = arena.exportCatalogRequest(v)
-                case .register(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_REGISTER
-                    p.pointee.register_ = arena.registerRequest(v)
-                case .login(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LOGIN
-                    p.pointee.login = arena.loginRequest(v)
-                case .logout(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LOGOUT
-                    p.pointee.logout = arena.logoutRequest(LogoutRequest(session: v0))
-                case .whoAmI(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_WHO_AM_I
-                    p.pointee.who_am_i = arena.whoAmIRequest(WhoAmIRequest(session: v0))
-                case .watch(let v0, let v1):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_WATCH
-                    p.pointee.watch = arena.watchRequest(WatchRequest(selector: v0, sinceVersion: v1))
-                case .cancelWatch(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CANCEL_WATCH
-                    p.pointee.cancel_watch = arena.cancelWatchRequest(CancelWatchRequest(watchID: v0))
-                case .stats:
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_STATS
-                    p.pointee.stats = arena.message(Groser__V1__StatsRequest.self) { groser__v1__stats_request__init($0) }
-                case .searchProducts(let v):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS
-                    p.pointee.search_products = arena.searchProductsRequest(v)
-                case .listStores(let v0):
-                    p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_STORES
-                    p.pointee.list_stores = arena.listStoresRequest(ListStoresRequest(city: v0))
-                case .importCatalog:
-                    _ = arena.importMethod(method, into: p)
+                case .serverInfo: p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SERVER_INFO; p.pointee.server_info = arena.message(Groser__V1__ServerInfoRequest.self) { groser__v1__server_info_request__init($0) }
+                case .listCities: p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_CITIES; p.pointee.list_cities = arena.message(Groser__V1__ListCitiesRequest.self) { groser__v1__list_cities_request__init($0) }
+                case .getStore(let v0, let v1, let v2): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_STORE; p.pointee.get_store = arena.getStoreRequest(GetStoreRequest(selector: v0, includeProducts: v1, knownStoreVersion: v2))
+                case .getShelf(let v0, let v1): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_SHELF; p.pointee.get_shelf = arena.getShelfRequest(GetShelfRequest(shelfUID: v0, knownStoreVersion: v1))
+                case .openSession: p.pointee.method_case = GROSER__V1__REQUEST__METHOD_OPEN_SESSION; p.pointee.open_session = arena.message(Groser__V1__OpenSessionRequest.self) { groser__v1__open_session_request__init($0) }
+                case .getCart(let v0, let v1, let v2): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_CART; p.pointee.get_cart = arena.getCartRequest(GetCartRequest(session: v0, storeUID: v1, acceptPrices: v2))
+                case .addItem(let v0, let v1, let v2): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_ADD_ITEM; p.pointee.add_item = arena.addItemRequest(AddItemRequest(cart: v0, productUID: v1, quantity: v2))
+                case .setQuantity(let v0, let v1, let v2): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SET_QUANTITY; p.pointee.set_quantity = arena.setQuantityRequest(SetQuantityRequest(cart: v0, productUID: v1, quantity: v2))
+                case .removeItem(let v0, let v1): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_REMOVE_ITEM; p.pointee.remove_item = arena.removeItemRequest(RemoveItemRequest(cart: v0, productUID: v1))
+                case .clearCart(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CLEAR_CART; p.pointee.clear_cart = arena.clearCartRequest(ClearCartRequest(cart: v0))
+                case .checkout(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CHECKOUT; p.pointee.checkout = arena.checkoutRequest(v)
+                case .listOrders(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_ORDERS; p.pointee.list_orders = arena.listOrdersRequest(ListOrdersRequest(session: v0))
+                case .setProduct(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SET_PRODUCT; p.pointee.set_product = arena.setProductRequest(v)
+                case .listProducts(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_PRODUCTS; p.pointee.list_products = arena.listProductsRequest(v)
+                case .importCatalog(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_IMPORT_CATALOG; p.pointee.import_catalog = arena.importCatalogRequest(v)
+                case .exportCatalog(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_EXPORT_CATALOG; p.pointee.export_catalog = arena.exportCatalogRequest(v)
+                case .register(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_REGISTER; p.pointee.register_ = arena.registerRequest(v)
+                case .login(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LOGIN; p.pointee.login = arena.loginRequest(v)
+                case .logout(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LOGOUT; p.pointee.logout = arena.logoutRequest(LogoutRequest(session: v0))
+                case .whoAmI(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_WHO_AM_I; p.pointee.who_am_i = arena.whoAmIRequest(WhoAmIRequest(session: v0))
+                case .watch(let v0, let v1): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_WATCH; p.pointee.watch = arena.watchRequest(WatchRequest(selector: v0, sinceVersion: v1))
+                case .cancelWatch(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_CANCEL_WATCH; p.pointee.cancel_watch = arena.cancelWatchRequest(CancelWatchRequest(watchID: v0))
+                case .stats: p.pointee.method_case = GROSER__V1__REQUEST__METHOD_STATS; p.pointee.stats = arena.message(Groser__V1__StatsRequest.self) { groser__v1__stats_request__init($0) }
+                case .searchProducts(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS; p.pointee.search_products = arena.searchProductsRequest(v)
+                case .listStores(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_STORES; p.pointee.list_stores = arena.listStoresRequest(ListStoresRequest(city: v0))
                 case .unknown:
                     break
                 }
@@ -246,6 +197,7 @@ func decodeMethod(_ c: Groser__V1__Request) -> RequestMethod {
     case .listOrders?: .listOrders(session: ListOrdersRequest(c.list_orders).session)
     case .setProduct?: .setProduct(ProductUpdate(c.set_product))
     case .listProducts?: .listProducts(ProductPageRequest(c.list_products))
+    case .importCatalog?: .importCatalog(ImportChunk(c.import_catalog))
     case .exportCatalog?: .exportCatalog(ExportPageRequest(c.export_catalog))
     case .register?: .register(Registration(c.register_))
     case .login?: .login(LoginDetails(c.login))
@@ -256,7 +208,6 @@ func decodeMethod(_ c: Groser__V1__Request) -> RequestMethod {
     case .stats?: .stats
     case .searchProducts?: .searchProducts(SearchRequest(c.search_products))
     case .listStores?: .listStores(city: ListStoresRequest(c.list_stores).city)
-    case .importCatalog?: decodeImportMethod(c)
     }
     return method ?? .unknown
 }

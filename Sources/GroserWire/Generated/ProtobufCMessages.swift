@@ -140,6 +140,19 @@ public struct ListOrdersResponse: Sendable, Hashable {
     }
 }
 
+/// The `groser.v1.ExportCatalogResponse` message (Protos/groser/v1), as a Swift value.
+public struct ExportCatalogResponse: Sendable, Hashable {
+    public var records: [NumberedRecord]
+    public var nextPageToken: String
+    public var catalogVersion: UInt64
+
+    public init(records: [NumberedRecord] = [], nextPageToken: String = "", catalogVersion: UInt64 = 0) {
+        self.records = records
+        self.nextPageToken = nextPageToken
+        self.catalogVersion = catalogVersion
+    }
+}
+
 /// The `groser.v1.RegisterResponse` message (Protos/groser/v1), as a Swift value.
 public struct RegisterResponse: Sendable, Hashable {
     public var account: Account
@@ -1385,6 +1398,103 @@ extension ProductUpdate {
     }
 }
 
+// MARK: DepartmentRecord <-> CatalogDepartment
+
+extension Arena {
+    func departmentRecord(_ v: CatalogDepartment) -> UnsafeMutablePointer<Groser__V1__DepartmentRecord> {
+        message(Groser__V1__DepartmentRecord.self) { p in
+            groser__v1__department_record__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.store_uid = string(v.storeUID)
+            p.pointee.name = string(v.name)
+        }
+    }
+}
+
+extension CatalogDepartment {
+    init(_ p: UnsafeMutablePointer<Groser__V1__DepartmentRecord>?) {
+        let c = p?.pointee ?? Groser__V1__DepartmentRecord()
+        self.init(
+            uid: str(c.uid),
+            storeUID: str(c.store_uid),
+            name: str(c.name))
+    }
+}
+
+// MARK: ShelfRecord <-> CatalogShelf
+
+extension Arena {
+    func shelfRecord(_ v: CatalogShelf) -> UnsafeMutablePointer<Groser__V1__ShelfRecord> {
+        message(Groser__V1__ShelfRecord.self) { p in
+            groser__v1__shelf_record__init(p)
+            p.pointee.uid = string(v.uid)
+            p.pointee.department_uid = string(v.departmentUID)
+            p.pointee.name = string(v.name)
+        }
+    }
+}
+
+extension CatalogShelf {
+    init(_ p: UnsafeMutablePointer<Groser__V1__ShelfRecord>?) {
+        let c = p?.pointee ?? Groser__V1__ShelfRecord()
+        self.init(
+            uid: str(c.uid),
+            departmentUID: str(c.department_uid),
+            name: str(c.name))
+    }
+}
+
+// MARK: ProductRecord <-> CatalogProduct
+
+extension Arena {
+    func productRecord(_ v: CatalogProduct) -> UnsafeMutablePointer<Groser__V1__ProductRecord> {
+        message(Groser__V1__ProductRecord.self) { p in
+            groser__v1__product_record__init(p)
+            p.pointee.product = product(v.product)
+            p.pointee.stock = v.stock
+            p.pointee.barcode = string(v.barcode)
+        }
+    }
+}
+
+extension CatalogProduct {
+    init(_ p: UnsafeMutablePointer<Groser__V1__ProductRecord>?) {
+        let c = p?.pointee ?? Groser__V1__ProductRecord()
+        self.init(
+            product: Product(c.product),
+            stock: c.stock,
+            barcode: str(c.barcode))
+    }
+}
+
+// MARK: ImportCatalogRequest <-> ImportChunk
+
+extension Arena {
+    func importCatalogRequest(_ v: ImportChunk) -> UnsafeMutablePointer<Groser__V1__ImportCatalogRequest> {
+        message(Groser__V1__ImportCatalogRequest.self) { p in
+            groser__v1__import_catalog_request__init(p)
+            p.pointee.import_id = v.importID
+            p.pointee.n_records = v.records.count
+            if !v.records.isEmpty { p.pointee.records = array(v.records.map { catalogRecord($0) }) }
+            p.pointee.replace = v.replace ? 1 : 0
+            p.pointee.commit = v.commit ? 1 : 0
+            p.pointee.abort = v.abort ? 1 : 0
+        }
+    }
+}
+
+extension ImportChunk {
+    init(_ p: UnsafeMutablePointer<Groser__V1__ImportCatalogRequest>?) {
+        let c = p?.pointee ?? Groser__V1__ImportCatalogRequest()
+        self.init(
+            importID: c.import_id,
+            records: items(c.records, c.n_records).map { NumberedRecord($0) },
+            replace: c.replace != 0,
+            commit: c.commit != 0,
+            abort: c.abort != 0)
+    }
+}
+
 // MARK: GetStoreRequest <-> GetStoreRequest
 
 extension Arena {
@@ -1642,6 +1752,30 @@ extension ListOrdersResponse {
         let c = p?.pointee ?? Groser__V1__ListOrdersResponse()
         self.init(
             orders: items(c.orders, c.n_orders).map { Order($0) })
+    }
+}
+
+// MARK: ExportCatalogResponse <-> ExportCatalogResponse
+
+extension Arena {
+    func exportCatalogResponse(_ v: ExportCatalogResponse) -> UnsafeMutablePointer<Groser__V1__ExportCatalogResponse> {
+        message(Groser__V1__ExportCatalogResponse.self) { p in
+            groser__v1__export_catalog_response__init(p)
+            p.pointee.n_records = v.records.count
+            if !v.records.isEmpty { p.pointee.records = array(v.records.map { catalogRecord($0) }) }
+            p.pointee.next_page_token = string(v.nextPageToken)
+            p.pointee.catalog_version = v.catalogVersion
+        }
+    }
+}
+
+extension ExportCatalogResponse {
+    init(_ p: UnsafeMutablePointer<Groser__V1__ExportCatalogResponse>?) {
+        let c = p?.pointee ?? Groser__V1__ExportCatalogResponse()
+        self.init(
+            records: items(c.records, c.n_records).map { NumberedRecord($0) },
+            nextPageToken: str(c.next_page_token),
+            catalogVersion: c.catalog_version)
     }
 }
 
