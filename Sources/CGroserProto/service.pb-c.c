@@ -547,6 +547,96 @@ void   groser__v1__store_listing__free_unpacked
   assert(message->base.descriptor == &groser__v1__store_listing__descriptor);
   protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
 }
+void   groser__v1__get_products_request__init
+                     (Groser__V1__GetProductsRequest         *message)
+{
+  static const Groser__V1__GetProductsRequest init_value = GROSER__V1__GET_PRODUCTS_REQUEST__INIT;
+  *message = init_value;
+}
+size_t groser__v1__get_products_request__get_packed_size
+                     (const Groser__V1__GetProductsRequest *message)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_request__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__get_products_request__pack
+                     (const Groser__V1__GetProductsRequest *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_request__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__get_products_request__pack_to_buffer
+                     (const Groser__V1__GetProductsRequest *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_request__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__GetProductsRequest *
+       groser__v1__get_products_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__GetProductsRequest *)
+     protobuf_c_message_unpack (&groser__v1__get_products_request__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__get_products_request__free_unpacked
+                     (Groser__V1__GetProductsRequest *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__get_products_request__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
+void   groser__v1__get_products_response__init
+                     (Groser__V1__GetProductsResponse         *message)
+{
+  static const Groser__V1__GetProductsResponse init_value = GROSER__V1__GET_PRODUCTS_RESPONSE__INIT;
+  *message = init_value;
+}
+size_t groser__v1__get_products_response__get_packed_size
+                     (const Groser__V1__GetProductsResponse *message)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_response__descriptor);
+  return protobuf_c_message_get_packed_size ((const ProtobufCMessage*)(message));
+}
+size_t groser__v1__get_products_response__pack
+                     (const Groser__V1__GetProductsResponse *message,
+                      uint8_t       *out)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_response__descriptor);
+  return protobuf_c_message_pack ((const ProtobufCMessage*)message, out);
+}
+size_t groser__v1__get_products_response__pack_to_buffer
+                     (const Groser__V1__GetProductsResponse *message,
+                      ProtobufCBuffer *buffer)
+{
+  assert(message->base.descriptor == &groser__v1__get_products_response__descriptor);
+  return protobuf_c_message_pack_to_buffer ((const ProtobufCMessage*)message, buffer);
+}
+Groser__V1__GetProductsResponse *
+       groser__v1__get_products_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data)
+{
+  return (Groser__V1__GetProductsResponse *)
+     protobuf_c_message_unpack (&groser__v1__get_products_response__descriptor,
+                                allocator, len, data);
+}
+void   groser__v1__get_products_response__free_unpacked
+                     (Groser__V1__GetProductsResponse *message,
+                      ProtobufCAllocator *allocator)
+{
+  if(!message)
+    return;
+  assert(message->base.descriptor == &groser__v1__get_products_response__descriptor);
+  protobuf_c_message_free_unpacked ((ProtobufCMessage*)message, allocator);
+}
 void   groser__v1__get_shelf_request__init
                      (Groser__V1__GetShelfRequest         *message)
 {
@@ -1138,7 +1228,7 @@ const ProtobufCMessageDescriptor groser__v1__status__descriptor =
   (ProtobufCMessageInit) groser__v1__status__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[27] =
+static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[28] =
 {
   {
     "id",
@@ -1464,6 +1554,18 @@ static const ProtobufCFieldDescriptor groser__v1__request__field_descriptors[27]
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "get_products",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Request, method_case),
+    offsetof(Groser__V1__Request, get_products),
+    &groser__v1__get_products_request__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__request__field_indices_by_name[] = {
   8,   /* field[8] = add_item */
@@ -1473,6 +1575,7 @@ static const unsigned groser__v1__request__field_indices_by_name[] = {
   1,   /* field[1] = deadline_ms */
   17,   /* field[17] = export_catalog */
   7,   /* field[7] = get_cart */
+  27,   /* field[27] = get_products */
   5,   /* field[5] = get_shelf */
   4,   /* field[4] = get_store */
   0,   /* field[0] = id */
@@ -1498,7 +1601,7 @@ static const ProtobufCIntRange groser__v1__request__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 2 },
-  { 0, 27 }
+  { 0, 28 }
 };
 const ProtobufCMessageDescriptor groser__v1__request__descriptor =
 {
@@ -1508,14 +1611,14 @@ const ProtobufCMessageDescriptor groser__v1__request__descriptor =
   "Groser__V1__Request",
   "groser.v1",
   sizeof(Groser__V1__Request),
-  27,
+  28,
   groser__v1__request__field_descriptors,
   groser__v1__request__field_indices_by_name,
   2,  groser__v1__request__number_ranges,
   (ProtobufCMessageInit) groser__v1__request__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
-static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[28] =
+static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[29] =
 {
   {
     "id",
@@ -1853,6 +1956,18 @@ static const ProtobufCFieldDescriptor groser__v1__response__field_descriptors[28
     0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
     0,NULL,NULL    /* reserved1,reserved2, etc */
   },
+  {
+    "get_products",
+    35,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__Response, body_case),
+    offsetof(Groser__V1__Response, get_products),
+    &groser__v1__get_products_response__descriptor,
+    NULL,
+    0 | PROTOBUF_C_FIELD_FLAG_ONEOF,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
 };
 static const unsigned groser__v1__response__field_indices_by_name[] = {
   9,   /* field[9] = add_item */
@@ -1862,6 +1977,7 @@ static const unsigned groser__v1__response__field_indices_by_name[] = {
   2,   /* field[2] = continues */
   18,   /* field[18] = export_catalog */
   8,   /* field[8] = get_cart */
+  28,   /* field[28] = get_products */
   6,   /* field[6] = get_shelf */
   5,   /* field[5] = get_store */
   0,   /* field[0] = id */
@@ -1888,7 +2004,7 @@ static const ProtobufCIntRange groser__v1__response__number_ranges[2 + 1] =
 {
   { 1, 0 },
   { 10, 3 },
-  { 0, 28 }
+  { 0, 29 }
 };
 const ProtobufCMessageDescriptor groser__v1__response__descriptor =
 {
@@ -1898,7 +2014,7 @@ const ProtobufCMessageDescriptor groser__v1__response__descriptor =
   "Groser__V1__Response",
   "groser.v1",
   sizeof(Groser__V1__Response),
-  28,
+  29,
   groser__v1__response__field_descriptors,
   groser__v1__response__field_indices_by_name,
   2,  groser__v1__response__number_ranges,
@@ -2439,6 +2555,134 @@ const ProtobufCMessageDescriptor groser__v1__store_listing__descriptor =
   groser__v1__store_listing__field_indices_by_name,
   1,  groser__v1__store_listing__number_ranges,
   (ProtobufCMessageInit) groser__v1__store_listing__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__get_products_request__field_descriptors[2] =
+{
+  {
+    "store_uid",
+    1,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_STRING,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetProductsRequest, store_uid),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "product_uids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Groser__V1__GetProductsRequest, n_product_uids),
+    offsetof(Groser__V1__GetProductsRequest, product_uids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__get_products_request__field_indices_by_name[] = {
+  1,   /* field[1] = product_uids */
+  0,   /* field[0] = store_uid */
+};
+static const ProtobufCIntRange groser__v1__get_products_request__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 2 }
+};
+const ProtobufCMessageDescriptor groser__v1__get_products_request__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.GetProductsRequest",
+  "GetProductsRequest",
+  "Groser__V1__GetProductsRequest",
+  "groser.v1",
+  sizeof(Groser__V1__GetProductsRequest),
+  2,
+  groser__v1__get_products_request__field_descriptors,
+  groser__v1__get_products_request__field_indices_by_name,
+  1,  groser__v1__get_products_request__number_ranges,
+  (ProtobufCMessageInit) groser__v1__get_products_request__init,
+  NULL,NULL,NULL    /* reserved[123] */
+};
+static const ProtobufCFieldDescriptor groser__v1__get_products_response__field_descriptors[4] =
+{
+  {
+    "products",
+    1,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_MESSAGE,
+    offsetof(Groser__V1__GetProductsResponse, n_products),
+    offsetof(Groser__V1__GetProductsResponse, products),
+    &groser__v1__product__descriptor,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "missing_uids",
+    2,
+    PROTOBUF_C_LABEL_REPEATED,
+    PROTOBUF_C_TYPE_STRING,
+    offsetof(Groser__V1__GetProductsResponse, n_missing_uids),
+    offsetof(Groser__V1__GetProductsResponse, missing_uids),
+    NULL,
+    &protobuf_c_empty_string,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "store_version",
+    3,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetProductsResponse, store_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+  {
+    "catalog_version",
+    4,
+    PROTOBUF_C_LABEL_NONE,
+    PROTOBUF_C_TYPE_UINT64,
+    0,   /* quantifier_offset */
+    offsetof(Groser__V1__GetProductsResponse, catalog_version),
+    NULL,
+    NULL,
+    0,             /* flags */
+    0,NULL,NULL    /* reserved1,reserved2, etc */
+  },
+};
+static const unsigned groser__v1__get_products_response__field_indices_by_name[] = {
+  3,   /* field[3] = catalog_version */
+  1,   /* field[1] = missing_uids */
+  0,   /* field[0] = products */
+  2,   /* field[2] = store_version */
+};
+static const ProtobufCIntRange groser__v1__get_products_response__number_ranges[1 + 1] =
+{
+  { 1, 0 },
+  { 0, 4 }
+};
+const ProtobufCMessageDescriptor groser__v1__get_products_response__descriptor =
+{
+  PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,
+  "groser.v1.GetProductsResponse",
+  "GetProductsResponse",
+  "Groser__V1__GetProductsResponse",
+  "groser.v1",
+  sizeof(Groser__V1__GetProductsResponse),
+  4,
+  groser__v1__get_products_response__field_descriptors,
+  groser__v1__get_products_response__field_indices_by_name,
+  1,  groser__v1__get_products_response__number_ranges,
+  (ProtobufCMessageInit) groser__v1__get_products_response__init,
   NULL,NULL,NULL    /* reserved[123] */
 };
 static const ProtobufCFieldDescriptor groser__v1__get_shelf_request__field_descriptors[2] =

@@ -192,7 +192,7 @@ enum ListFormat: String, CaseIterable {
 }
 
 enum Commands {
-    static let all: [Subcommand] = [cities, stores, getStore, shelf, search, setCity, info, latency, watch, stats, cart, checkout, orders,
+    static let all: [Subcommand] = [cities, stores, getStore, shelf, products, search, setCity, info, latency, watch, stats, cart, checkout, orders,
                                     register, login, logout, whoami, admin, list, describe, call]
 
     /// Commands that print JSON whether or not --json is given: errors too.

@@ -68,4 +68,20 @@ extension GroserClient {
     public func stores(of city: CitySelector, timeout: Duration? = nil) async throws(GroserError) -> StoreList {
         try await answer(.listStores(city: city), timeout, "ListStores") { if case .listStores(let v) = $0 { v } else { nil } }
     }
+
+    // MARK: GetProducts: products of one store by uid
+
+    /// The products of `storeUID` with these uids, in the order asked (each
+    /// once), and the uids the store does not sell. At most 200 uids.
+    public func products(_ uids: [String], in storeUID: String, timeout: Double? = nil) throws(GroserError) -> GetProductsResponse {
+        let request = GetProductsRequest(storeUID: storeUID, productUIDs: uids)
+        guard case .getProducts(let v) = try call(.getProducts(request), timeout: timeout) else { throw Self.mismatch("GetProducts") }
+        return v
+    }
+
+    /// The products of `storeUID` with these uids, in the order asked.
+    public func products(_ uids: [String], in storeUID: String, timeout: Duration? = nil) async throws(GroserError) -> GetProductsResponse {
+        let request = GetProductsRequest(storeUID: storeUID, productUIDs: uids)
+        return try await answer(.getProducts(request), timeout, "GetProducts") { if case .getProducts(let v) = $0 { v } else { nil } }
+    }
 }

@@ -105,6 +105,9 @@ public struct RequestHandler: Sendable {
         case .listStores(let city):
             answerStores(request.id, city, &out)
 
+        case .getProducts(let r):
+            answerProductsByUID(request.id, r, &out)
+
         default:
             fail(request.id, .unimplemented, "The request carries no method this server knows (protocol v\(ProtocolInfo.version)).", &out)
         }

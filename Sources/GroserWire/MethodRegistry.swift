@@ -52,6 +52,8 @@ public enum RequestMethod: Sendable, Hashable {
     indirect case searchProducts(SearchRequest)
     /// The stores of one city; `city` is nil when the client set none (an invalid request).
     case listStores(city: CitySelector?)
+    /// Products of one store by uid, in the order asked.
+    case getProducts(GetProductsRequest)
     /// No method this build knows: a newer client's, or none at all.
     case unknown
 }
@@ -81,6 +83,7 @@ public enum ResponseBody: Sendable, Hashable {
     case stats(ServerStats)
     case searchProducts(SearchResults)
     case listStores(StoreList)
+    case getProducts(GetProductsResponse)
 }
 
 /// One method's entry in the registry.
@@ -241,6 +244,9 @@ extension MethodField {
         case .listStores:
             MethodInfo(self, "ListStores", "list_stores", "ListStoresRequest", "ListStoresResponse",
                        .anyone, .safe, .catalogReader, client: "stores")
+        case .getProducts:
+            MethodInfo(self, "GetProducts", "get_products", "GetProductsRequest", "GetProductsResponse",
+                       .anyone, .safe, .catalogReader, client: "products")
         }
     }
 
@@ -267,7 +273,7 @@ extension RequestMethod {
         case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): m.session
         case .checkout(let d): d.session
         case .login, .serverInfo, .listCities, .getStore, .getShelf, .listProducts, .importCatalog, .exportCatalog,
-             .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores,
+             .openSession, .setProduct, .register, .watch, .cancelWatch, .stats, .searchProducts, .listStores, .getProducts,
              .unknown:
             nil
         }

@@ -33,6 +33,7 @@ let canonicalRequests: [String: String] = [
     "Stats": #"{}"#,
     "SearchProducts": #"{"cityUid":"","query":"молоко 3,2","pageSize":20,"inStockOnly":true,"departmentUid":"dep-1","groupByShelf":true}"#,
     "ListStores": #"{"cityCode":"spb"}"#,
+    "GetProducts": #"{"storeUid":"store-spb-1","productUids":["prd-1","prd-\"2\""]}"#,
 ]
 
 @Suite("Protobuf's JSON mapping through the descriptors compiled in")

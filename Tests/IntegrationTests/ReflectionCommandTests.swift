@@ -47,6 +47,7 @@ let callCases: [CallCase] = [
     CallCase(method: "Stats", data: "{}", exit: 0, key: "serverVersion"),
     CallCase(method: "SearchProducts", data: #"{"cityCode":"SPB","query":"молоко","pageSize":2}"#, exit: 0, key: "hits"),
     CallCase(method: "ListStores", data: #"{"cityCode":"SPB"}"#, exit: 0, key: "stores"),
+    CallCase(method: "GetProducts", data: #"{"storeUid":"store-spb-1","productUids":["nope"]}"#, exit: 0, key: "missingUids"),
 ]
 
 @Suite("groser-client list, describe and call, and --json's canonical mapping", .serialized)

@@ -428,6 +428,10 @@ def id0_requests(session: str, store: str, product: str) -> list[service_pb2.Req
     r, sub = request("list_stores")
     sub.city_code = "SPB"
     reqs.append(r)
+    r, sub = request("get_products")
+    sub.store_uid = store
+    sub.product_uids.append(product)
+    reqs.append(r)
     every_method = {f.name for f in service_pb2.Request.DESCRIPTOR.oneofs_by_name["method"].fields}
     assert {r.WhichOneof("method") for r in reqs} == every_method
     return reqs

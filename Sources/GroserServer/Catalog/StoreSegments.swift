@@ -34,6 +34,8 @@ public final class StoreSegments: Sendable {
     public let search: SearchIndex
     /// What `search` holds, counted once when it is built (Stats).
     public let searchBytes: Int
+    /// The products by uid (GetProducts).
+    let products: ProductIndex
 
     struct DepartmentSegments: Sendable {
         var uid: String
@@ -44,7 +46,8 @@ public final class StoreSegments: Sendable {
     }
 
     init(uid: String, cityUID: String, version: UInt64, layoutVersion: UInt64, summaryBody: [UInt8],
-         summaryField: [UInt8], cityField: [UInt8], departments: [DepartmentSegments], search: SearchIndex, searchBytes: Int? = nil) {
+         summaryField: [UInt8], cityField: [UInt8], departments: [DepartmentSegments], search: SearchIndex, searchBytes: Int? = nil,
+         products: ProductIndex? = nil) {
         self.uid = uid
         self.cityUID = cityUID
         self.version = version
@@ -71,6 +74,7 @@ public final class StoreSegments: Sendable {
         outOfStock = out
         self.search = search
         self.searchBytes = searchBytes ?? search.memoryBytes
+        self.products = products ?? ProductIndex(flatShelves)
     }
 
     /// A store's encoded parts, before its search index joins them.
@@ -118,7 +122,8 @@ public final class StoreSegments: Sendable {
 
     /// The same store with some shelves replaced, at `version`; the search
     /// index re-reads only those whose products' words changed (a price or
-    /// stock change leaves it as it is).
+    /// stock change leaves it as it is), and the uid index is kept when every
+    /// replaced shelf has the same uids in the same places.
     func replacing(shelves changed: [(location: ShelfLocation, segment: ShelfSegment, products: [Product])], version: UInt64,
                    stemmer: Stemmer) -> StoreSegments {
         var departments = self.departments
@@ -127,9 +132,16 @@ public final class StoreSegments: Sendable {
             (shelf: flatIndex(of: c.location), products: c.products, name: c.segment.name,
              departmentName: departments[c.location.department].name)
         }, stemmer: stemmer)
+        let sameUIDs = changed.allSatisfy { c in
+            let old = shelf(at: c.location)
+            return old.productCount == c.segment.productCount && zip(old.productRanges, c.segment.productRanges).allSatisfy {
+                ProductIndex.uid(of: old, $0.0) == ProductIndex.uid(of: c.segment, $0.1)
+            }
+        }
         return StoreSegments(uid: uid, cityUID: cityUID, version: version, layoutVersion: layoutVersion,
                              summaryBody: summaryBody, summaryField: summaryField, cityField: cityField,
-                             departments: departments, search: search, searchBytes: search === self.search ? searchBytes : nil)
+                             departments: departments, search: search, searchBytes: search === self.search ? searchBytes : nil,
+                             products: sameUIDs ? products : nil)
     }
 
     func shelf(at location: ShelfLocation) -> ShelfSegment {

@@ -33,6 +33,7 @@ public enum MethodField: UInt32, Sendable, CaseIterable {
     case stats = 32
     case searchProducts = 33
     case listStores = 34
+    case getProducts = 35
 
     /// The method's name as ServerInfo lists it (MethodTable).
     public var methodName: String { info.name }
@@ -68,6 +69,7 @@ extension RequestMethod {
         case .stats: .stats
         case .searchProducts: .searchProducts
         case .listStores: .listStores
+        case .getProducts: .getProducts
         case .unknown: nil
         }
     }
@@ -101,6 +103,7 @@ extension RequestMethod {
         case .stats: .stats
         case .searchProducts: .searchProducts(SearchRequest(UnsafeMutablePointer<Groser__V1__SearchProductsRequest>?.none))
         case .listStores: .listStores(city: ListStoresRequest(UnsafeMutablePointer<Groser__V1__ListStoresRequest>?.none).city)
+        case .getProducts: .getProducts(GetProductsRequest(UnsafeMutablePointer<Groser__V1__GetProductsRequest>?.none))
         }
     }
 }
@@ -132,6 +135,7 @@ extension ResponseBody {
         case .stats: field == .stats
         case .searchProducts: field == .searchProducts
         case .listStores: field == .listStores
+        case .getProducts: field == .getProducts
         }
     }
 }
@@ -170,6 +174,7 @@ extension Request {
                 case .stats: p.pointee.method_case = GROSER__V1__REQUEST__METHOD_STATS; p.pointee.stats = arena.message(Groser__V1__StatsRequest.self) { groser__v1__stats_request__init($0) }
                 case .searchProducts(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS; p.pointee.search_products = arena.searchProductsRequest(v)
                 case .listStores(let v0): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_LIST_STORES; p.pointee.list_stores = arena.listStoresRequest(ListStoresRequest(city: v0))
+                case .getProducts(let v): p.pointee.method_case = GROSER__V1__REQUEST__METHOD_GET_PRODUCTS; p.pointee.get_products = arena.getProductsRequest(v)
                 case .unknown:
                     break
                 }
@@ -208,6 +213,7 @@ func decodeMethod(_ c: Groser__V1__Request) -> RequestMethod {
     case .stats?: .stats
     case .searchProducts?: .searchProducts(SearchRequest(c.search_products))
     case .listStores?: .listStores(city: ListStoresRequest(c.list_stores).city)
+    case .getProducts?: .getProducts(GetProductsRequest(c.get_products))
     }
     return method ?? .unknown
 }
@@ -241,6 +247,7 @@ func decodeBody(_ c: Groser__V1__Response) -> ResponseBody {
     case .stats?: .stats(ServerStats(c.stats))
     case .searchProducts?: .searchProducts(SearchResults(c.search_products))
     case .listStores?: .listStores(StoreList(c.list_stores))
+    case .getProducts?: .getProducts(GetProductsResponse(c.get_products))
     case .exportCatalog?: decodeImportBody(c)
     }
     return body ?? .none
@@ -265,6 +272,7 @@ extension BodyEncoder {
     public static func stats(_ v: ServerStats) -> [UInt8] { Arena.packed { $0.statsResponse(v) } }
     public static func searchProducts(_ v: SearchResults) -> [UInt8] { Arena.packed { $0.searchProductsResponse(v) } }
     public static func listStores(_ v: StoreList) -> [UInt8] { Arena.packed { $0.listStoresResponse(v) } }
+    public static func getProducts(_ v: GetProductsResponse) -> [UInt8] { Arena.packed { $0.getProductsResponse(v) } }
 }
 
 extension Response {
@@ -294,6 +302,7 @@ extension Response {
         case .stats(let v): ResponseFrameWriter.appendOK(id: id, field: .stats, body: BodyEncoder.stats(v), to: &out)
         case .searchProducts(let v): ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: BodyEncoder.searchProducts(v), to: &out)
         case .listStores(let v): ResponseFrameWriter.appendOK(id: id, field: .listStores, body: BodyEncoder.listStores(v), to: &out)
+        case .getProducts(let v): ResponseFrameWriter.appendOK(id: id, field: .getProducts, body: BodyEncoder.getProducts(v), to: &out)
         case .watch: appendHandWritten(to: &out)
         }
         return out

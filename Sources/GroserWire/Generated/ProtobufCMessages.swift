@@ -211,6 +211,36 @@ public struct ListStoresRequest: Sendable, Hashable {
     }
 }
 
+/// The `groser.v1.GetProductsRequest` message (Protos/groser/v1), as a Swift value.
+public struct GetProductsRequest: Sendable, Hashable {
+    public var storeUID: String
+    /// at most 200; a uid asked twice is answered once
+    public var productUIDs: [String]
+
+    public init(storeUID: String = "", productUIDs: [String] = []) {
+        self.storeUID = storeUID
+        self.productUIDs = productUIDs
+    }
+}
+
+/// The `groser.v1.GetProductsResponse` message (Protos/groser/v1), as a Swift value.
+public struct GetProductsResponse: Sendable, Hashable {
+    /// in the order asked, each once; as GetShelf sends them
+    public var products: [Product]
+    /// asked for but not sold by the store, in the order asked
+    public var missingUIDs: [String]
+    /// as GetStore answers it
+    public var storeVersion: UInt64
+    public var catalogVersion: UInt64
+
+    public init(products: [Product] = [], missingUIDs: [String] = [], storeVersion: UInt64 = 0, catalogVersion: UInt64 = 0) {
+        self.products = products
+        self.missingUIDs = missingUIDs
+        self.storeVersion = storeVersion
+        self.catalogVersion = catalogVersion
+    }
+}
+
 // MARK: Money <-> Money
 
 extension Arena {
@@ -1912,5 +1942,54 @@ extension ListStoresRequest {
         }
         self.init(
             city: city)
+    }
+}
+
+// MARK: GetProductsRequest <-> GetProductsRequest
+
+extension Arena {
+    func getProductsRequest(_ v: GetProductsRequest) -> UnsafeMutablePointer<Groser__V1__GetProductsRequest> {
+        message(Groser__V1__GetProductsRequest.self) { p in
+            groser__v1__get_products_request__init(p)
+            p.pointee.store_uid = string(v.storeUID)
+            p.pointee.n_product_uids = v.productUIDs.count
+            if !v.productUIDs.isEmpty { p.pointee.product_uids = array(v.productUIDs.map { string($0) }) }
+        }
+    }
+}
+
+extension GetProductsRequest {
+    init(_ p: UnsafeMutablePointer<Groser__V1__GetProductsRequest>?) {
+        let c = p?.pointee ?? Groser__V1__GetProductsRequest()
+        self.init(
+            storeUID: str(c.store_uid),
+            productUIDs: items(c.product_uids, c.n_product_uids).map { String(cString: $0) })
+    }
+}
+
+// MARK: GetProductsResponse <-> GetProductsResponse
+
+extension Arena {
+    func getProductsResponse(_ v: GetProductsResponse) -> UnsafeMutablePointer<Groser__V1__GetProductsResponse> {
+        message(Groser__V1__GetProductsResponse.self) { p in
+            groser__v1__get_products_response__init(p)
+            p.pointee.n_products = v.products.count
+            if !v.products.isEmpty { p.pointee.products = array(v.products.map { product($0) }) }
+            p.pointee.n_missing_uids = v.missingUIDs.count
+            if !v.missingUIDs.isEmpty { p.pointee.missing_uids = array(v.missingUIDs.map { string($0) }) }
+            p.pointee.store_version = v.storeVersion
+            p.pointee.catalog_version = v.catalogVersion
+        }
+    }
+}
+
+extension GetProductsResponse {
+    init(_ p: UnsafeMutablePointer<Groser__V1__GetProductsResponse>?) {
+        let c = p?.pointee ?? Groser__V1__GetProductsResponse()
+        self.init(
+            products: items(c.products, c.n_products).map { Product($0) },
+            missingUIDs: items(c.missing_uids, c.n_missing_uids).map { String(cString: $0) },
+            storeVersion: c.store_version,
+            catalogVersion: c.catalog_version)
     }
 }

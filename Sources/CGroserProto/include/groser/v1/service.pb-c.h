@@ -32,6 +32,8 @@ typedef struct Groser__V1__GetStoreResponse Groser__V1__GetStoreResponse;
 typedef struct Groser__V1__ListStoresRequest Groser__V1__ListStoresRequest;
 typedef struct Groser__V1__ListStoresResponse Groser__V1__ListStoresResponse;
 typedef struct Groser__V1__StoreListing Groser__V1__StoreListing;
+typedef struct Groser__V1__GetProductsRequest Groser__V1__GetProductsRequest;
+typedef struct Groser__V1__GetProductsResponse Groser__V1__GetProductsResponse;
 typedef struct Groser__V1__GetShelfRequest Groser__V1__GetShelfRequest;
 typedef struct Groser__V1__GetShelfResponse Groser__V1__GetShelfResponse;
 typedef struct Groser__V1__ListProductsRequest Groser__V1__ListProductsRequest;
@@ -117,7 +119,8 @@ typedef enum {
   GROSER__V1__REQUEST__METHOD_CANCEL_WATCH = 31,
   GROSER__V1__REQUEST__METHOD_STATS = 32,
   GROSER__V1__REQUEST__METHOD_SEARCH_PRODUCTS = 33,
-  GROSER__V1__REQUEST__METHOD_LIST_STORES = 34
+  GROSER__V1__REQUEST__METHOD_LIST_STORES = 34,
+  GROSER__V1__REQUEST__METHOD_GET_PRODUCTS = 35
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__REQUEST__METHOD__CASE)
 } Groser__V1__Request__MethodCase;
 
@@ -166,6 +169,7 @@ struct  Groser__V1__Request
     Groser__V1__StatsRequest *stats;
     Groser__V1__SearchProductsRequest *search_products;
     Groser__V1__ListStoresRequest *list_stores;
+    Groser__V1__GetProductsRequest *get_products;
   };
 };
 #define GROSER__V1__REQUEST__INIT \
@@ -199,7 +203,8 @@ typedef enum {
   GROSER__V1__RESPONSE__BODY_CANCEL_WATCH = 31,
   GROSER__V1__RESPONSE__BODY_STATS = 32,
   GROSER__V1__RESPONSE__BODY_SEARCH_PRODUCTS = 33,
-  GROSER__V1__RESPONSE__BODY_LIST_STORES = 34
+  GROSER__V1__RESPONSE__BODY_LIST_STORES = 34,
+  GROSER__V1__RESPONSE__BODY_GET_PRODUCTS = 35
     PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(GROSER__V1__RESPONSE__BODY__CASE)
 } Groser__V1__Response__BodyCase;
 
@@ -249,6 +254,7 @@ struct  Groser__V1__Response
     Groser__V1__StatsResponse *stats;
     Groser__V1__SearchProductsResponse *search_products;
     Groser__V1__ListStoresResponse *list_stores;
+    Groser__V1__GetProductsResponse *get_products;
   };
 };
 #define GROSER__V1__RESPONSE__INIT \
@@ -438,6 +444,49 @@ struct  Groser__V1__StoreListing
 #define GROSER__V1__STORE_LISTING__INIT \
  { PROTOBUF_C_MESSAGE_INIT (&groser__v1__store_listing__descriptor) \
     , NULL, 0, 0 }
+
+
+/*
+ * Products of one store by uid: a favourites list, a deep link, a cart's
+ * lines with their pictures, without the shelves around them.
+ */
+struct  Groser__V1__GetProductsRequest
+{
+  ProtobufCMessage base;
+  char *store_uid;
+  /*
+   * at most 200; a uid asked twice is answered once
+   */
+  size_t n_product_uids;
+  char **product_uids;
+};
+#define GROSER__V1__GET_PRODUCTS_REQUEST__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_products_request__descriptor) \
+    , (char *)protobuf_c_empty_string, 0,NULL }
+
+
+struct  Groser__V1__GetProductsResponse
+{
+  ProtobufCMessage base;
+  /*
+   * in the order asked, each once; as GetShelf sends them
+   */
+  size_t n_products;
+  Groser__V1__Product **products;
+  /*
+   * asked for but not sold by the store, in the order asked
+   */
+  size_t n_missing_uids;
+  char **missing_uids;
+  /*
+   * as GetStore answers it
+   */
+  uint64_t store_version;
+  uint64_t catalog_version;
+};
+#define GROSER__V1__GET_PRODUCTS_RESPONSE__INIT \
+ { PROTOBUF_C_MESSAGE_INIT (&groser__v1__get_products_response__descriptor) \
+    , 0,NULL, 0,NULL, 0, 0 }
 
 
 struct  Groser__V1__GetShelfRequest
@@ -925,6 +974,44 @@ Groser__V1__StoreListing *
 void   groser__v1__store_listing__free_unpacked
                      (Groser__V1__StoreListing *message,
                       ProtobufCAllocator *allocator);
+/* Groser__V1__GetProductsRequest methods */
+void   groser__v1__get_products_request__init
+                     (Groser__V1__GetProductsRequest         *message);
+size_t groser__v1__get_products_request__get_packed_size
+                     (const Groser__V1__GetProductsRequest   *message);
+size_t groser__v1__get_products_request__pack
+                     (const Groser__V1__GetProductsRequest   *message,
+                      uint8_t             *out);
+size_t groser__v1__get_products_request__pack_to_buffer
+                     (const Groser__V1__GetProductsRequest   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__GetProductsRequest *
+       groser__v1__get_products_request__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__get_products_request__free_unpacked
+                     (Groser__V1__GetProductsRequest *message,
+                      ProtobufCAllocator *allocator);
+/* Groser__V1__GetProductsResponse methods */
+void   groser__v1__get_products_response__init
+                     (Groser__V1__GetProductsResponse         *message);
+size_t groser__v1__get_products_response__get_packed_size
+                     (const Groser__V1__GetProductsResponse   *message);
+size_t groser__v1__get_products_response__pack
+                     (const Groser__V1__GetProductsResponse   *message,
+                      uint8_t             *out);
+size_t groser__v1__get_products_response__pack_to_buffer
+                     (const Groser__V1__GetProductsResponse   *message,
+                      ProtobufCBuffer     *buffer);
+Groser__V1__GetProductsResponse *
+       groser__v1__get_products_response__unpack
+                     (ProtobufCAllocator  *allocator,
+                      size_t               len,
+                      const uint8_t       *data);
+void   groser__v1__get_products_response__free_unpacked
+                     (Groser__V1__GetProductsResponse *message,
+                      ProtobufCAllocator *allocator);
 /* Groser__V1__GetShelfRequest methods */
 void   groser__v1__get_shelf_request__init
                      (Groser__V1__GetShelfRequest         *message);
@@ -1191,6 +1278,12 @@ typedef void (*Groser__V1__ListStoresResponse_Closure)
 typedef void (*Groser__V1__StoreListing_Closure)
                  (const Groser__V1__StoreListing *message,
                   void *closure_data);
+typedef void (*Groser__V1__GetProductsRequest_Closure)
+                 (const Groser__V1__GetProductsRequest *message,
+                  void *closure_data);
+typedef void (*Groser__V1__GetProductsResponse_Closure)
+                 (const Groser__V1__GetProductsResponse *message,
+                  void *closure_data);
 typedef void (*Groser__V1__GetShelfRequest_Closure)
                  (const Groser__V1__GetShelfRequest *message,
                   void *closure_data);
@@ -1246,6 +1339,8 @@ extern const ProtobufCMessageDescriptor groser__v1__get_store_response__descript
 extern const ProtobufCMessageDescriptor groser__v1__list_stores_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__list_stores_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__store_listing__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__get_products_request__descriptor;
+extern const ProtobufCMessageDescriptor groser__v1__get_products_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_request__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__get_shelf_response__descriptor;
 extern const ProtobufCMessageDescriptor groser__v1__list_products_request__descriptor;
