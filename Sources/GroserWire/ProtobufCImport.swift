@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 // Catalog records (import and export) <-> protobuf-c: the record oneof and
-// ExportCatalog's answer (records without their line numbers). As in ProtobufC.swift:
-// C memory lives in an arena or is freed in the scope that unpacked it.
+// ExportCatalog's answer (records without their line numbers). As in
+// ProtobufC.swift, C memory lives in an arena or is freed in the scope that
+// unpacked it.
 
 extension Arena {
     /// A record as ImportCatalog sends it and ExportCatalog answers it: a

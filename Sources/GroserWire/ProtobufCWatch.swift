@@ -2,7 +2,8 @@ import CGroserProto
 import CProtobufC
 
 // The watch and stats conversions that are not generated: StatusCount (a
-// code and its name) and a watch frame's body. Like ProtobufC.swift, no C pointer leaves this file's functions.
+// code and its name) and a watch frame's body. Like ProtobufC.swift, no C
+// pointer leaves this file's functions.
 
 extension Arena {
     /// StatusCount carries the code's name beside its number (for readers
