@@ -39,7 +39,10 @@ extension CatalogRecord {
     /// one this build does not know).
     init?(_ c: Groser__V1__CatalogRecord) {
         switch c.record_case {
-        case GROSER__V1__CATALOG_RECORD__RECORD_CITY: self = .city(City(c.city))
+        case GROSER__V1__CATALOG_RECORD__RECORD_CITY:
+            var city = City(c.city)
+            city.stores = []  // a city record's stores are ignored (service.proto): stores are records of their own
+            self = .city(city)
         case GROSER__V1__CATALOG_RECORD__RECORD_STORE: self = .store(StoreSummary(c.store))
         case GROSER__V1__CATALOG_RECORD__RECORD_DEPARTMENT: self = .department(CatalogDepartment(c.department))
         case GROSER__V1__CATALOG_RECORD__RECORD_SHELF: self = .shelf(CatalogShelf(c.shelf))

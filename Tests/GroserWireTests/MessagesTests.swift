@@ -245,4 +245,25 @@ struct MessagesTests {
         #expect([MethodField.serverInfo, .listCities, .getStore, .getShelf].map(\.methodName)
                 == ["ServerInfo", "ListCities", "GetStore", "GetShelf"])
     }
+
+    /// A city record's stores are not part of the record (service.proto:
+    /// "`stores` is ignored"): a record that carries some is read without them.
+    @Test func aCityRecordIsReadWithoutItsStores() throws {
+        var store = ProtoMessage("groser.v1.StoreSummary")
+        store.fields[1] = [.string("store-x")]
+        var city = ProtoMessage("groser.v1.City")
+        city.fields[1] = [.string("city-x")]
+        city.fields[4] = [.message(store)]
+        var record = ProtoMessage("groser.v1.CatalogRecord")
+        record.fields[1] = [.uint(2)]
+        record.fields[2] = [.message(city)]
+        var body = ProtoMessage("groser.v1.ImportCatalogRequest")
+        body.fields[2] = [.message(record)]
+        let bytes = ProtoMessage.request(id: 5, deadlineMilliseconds: 0, method: .importCatalog, body: body)
+        guard case .importCatalog(let chunk) = try Request.decode(bytes).method else {
+            Issue.record("not an import")
+            return
+        }
+        #expect(chunk.records == [NumberedRecord(line: 2, record: .city(City(uid: "city-x", code: "", name: "", stores: [], defaultStoreUID: "")))])
+    }
 }

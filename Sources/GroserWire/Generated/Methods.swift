@@ -186,71 +186,69 @@ extension Request {
 /// The method of an unpacked request (`.unknown` for none this build knows).
 func decodeMethod(_ c: Groser__V1__Request) -> RequestMethod {
     // The oneof's case is the method's field number (0: none set).
-    let method: RequestMethod? = switch MethodField(rawValue: c.method_case.rawValue) {
-    case nil: .unknown
-    case .serverInfo?: .serverInfo
-    case .listCities?: .listCities
-    case .getStore?: .getStore(selector: GetStoreRequest(c.get_store).selector, includeProducts: GetStoreRequest(c.get_store).includeProducts, knownStoreVersion: GetStoreRequest(c.get_store).knownStoreVersion)
-    case .getShelf?: .getShelf(shelfUID: GetShelfRequest(c.get_shelf).shelfUID, knownStoreVersion: GetShelfRequest(c.get_shelf).knownStoreVersion)
-    case .openSession?: .openSession
-    case .getCart?: .getCart(session: GetCartRequest(c.get_cart).session, storeUID: GetCartRequest(c.get_cart).storeUID, acceptPrices: GetCartRequest(c.get_cart).acceptPrices)
-    case .addItem?: .addItem(AddItemRequest(c.add_item).cart, productUID: AddItemRequest(c.add_item).productUID, quantity: AddItemRequest(c.add_item).quantity)
-    case .setQuantity?: .setQuantity(SetQuantityRequest(c.set_quantity).cart, productUID: SetQuantityRequest(c.set_quantity).productUID, quantity: SetQuantityRequest(c.set_quantity).quantity)
-    case .removeItem?: .removeItem(RemoveItemRequest(c.remove_item).cart, productUID: RemoveItemRequest(c.remove_item).productUID)
-    case .clearCart?: .clearCart(ClearCartRequest(c.clear_cart).cart)
-    case .checkout?: .checkout(CheckoutDetails(c.checkout))
-    case .listOrders?: .listOrders(session: ListOrdersRequest(c.list_orders).session)
-    case .setProduct?: .setProduct(ProductUpdate(c.set_product))
-    case .listProducts?: .listProducts(ProductPageRequest(c.list_products))
-    case .importCatalog?: .importCatalog(ImportChunk(c.import_catalog))
-    case .exportCatalog?: .exportCatalog(ExportPageRequest(c.export_catalog))
-    case .register?: .register(Registration(c.register_))
-    case .login?: .login(LoginDetails(c.login))
-    case .logout?: .logout(session: LogoutRequest(c.logout).session)
-    case .whoAmI?: .whoAmI(session: WhoAmIRequest(c.who_am_i).session)
-    case .watch?: .watch(selector: WatchRequest(c.watch).selector, sinceVersion: WatchRequest(c.watch).sinceVersion)
-    case .cancelWatch?: .cancelWatch(watchID: CancelWatchRequest(c.cancel_watch).watchID)
-    case .stats?: .stats
-    case .searchProducts?: .searchProducts(SearchRequest(c.search_products))
-    case .listStores?: .listStores(city: ListStoresRequest(c.list_stores).city)
-    case .getProducts?: .getProducts(GetProductsRequest(c.get_products))
+    switch MethodField(rawValue: c.method_case.rawValue) {
+    case nil: return .unknown
+    case .serverInfo?: return .serverInfo
+    case .listCities?: return .listCities
+    case .getStore?: let r = GetStoreRequest(c.get_store); return .getStore(selector: r.selector, includeProducts: r.includeProducts, knownStoreVersion: r.knownStoreVersion)
+    case .getShelf?: let r = GetShelfRequest(c.get_shelf); return .getShelf(shelfUID: r.shelfUID, knownStoreVersion: r.knownStoreVersion)
+    case .openSession?: return .openSession
+    case .getCart?: let r = GetCartRequest(c.get_cart); return .getCart(session: r.session, storeUID: r.storeUID, acceptPrices: r.acceptPrices)
+    case .addItem?: let r = AddItemRequest(c.add_item); return .addItem(r.cart, productUID: r.productUID, quantity: r.quantity)
+    case .setQuantity?: let r = SetQuantityRequest(c.set_quantity); return .setQuantity(r.cart, productUID: r.productUID, quantity: r.quantity)
+    case .removeItem?: let r = RemoveItemRequest(c.remove_item); return .removeItem(r.cart, productUID: r.productUID)
+    case .clearCart?: let r = ClearCartRequest(c.clear_cart); return .clearCart(r.cart)
+    case .checkout?: return .checkout(CheckoutDetails(c.checkout))
+    case .listOrders?: let r = ListOrdersRequest(c.list_orders); return .listOrders(session: r.session)
+    case .setProduct?: return .setProduct(ProductUpdate(c.set_product))
+    case .listProducts?: return .listProducts(ProductPageRequest(c.list_products))
+    case .importCatalog?: return .importCatalog(ImportChunk(c.import_catalog))
+    case .exportCatalog?: return .exportCatalog(ExportPageRequest(c.export_catalog))
+    case .register?: return .register(Registration(c.register_))
+    case .login?: return .login(LoginDetails(c.login))
+    case .logout?: let r = LogoutRequest(c.logout); return .logout(session: r.session)
+    case .whoAmI?: let r = WhoAmIRequest(c.who_am_i); return .whoAmI(session: r.session)
+    case .watch?: let r = WatchRequest(c.watch); return .watch(selector: r.selector, sinceVersion: r.sinceVersion)
+    case .cancelWatch?: let r = CancelWatchRequest(c.cancel_watch); return .cancelWatch(watchID: r.watchID)
+    case .stats?: return .stats
+    case .searchProducts?: return .searchProducts(SearchRequest(c.search_products))
+    case .listStores?: let r = ListStoresRequest(c.list_stores); return .listStores(city: r.city)
+    case .getProducts?: return .getProducts(GetProductsRequest(c.get_products))
     }
-    return method ?? .unknown
 }
 
 /// The body of an unpacked response.
 func decodeBody(_ c: Groser__V1__Response) -> ResponseBody {
     // The oneof's case is the method's field number (0: no body).
-    let body: ResponseBody? = switch MethodField(rawValue: c.body_case.rawValue) {
-    case nil: ResponseBody.none
-    case .serverInfo?: .serverInfo(ServerInfo(c.server_info))
-    case .listCities?: .listCities(CityList(c.list_cities))
-    case .getStore?: .getStore(StoreCatalog(c.get_store))
-    case .getShelf?: .getShelf(ShelfContents(c.get_shelf))
-    case .openSession?: .openSession(session: OpenSessionResponse(c.open_session).session)
-    case .getCart?: .cart(CartResponse(c.get_cart).cart)
-    case .addItem?: .cart(CartResponse(c.add_item).cart)
-    case .setQuantity?: .cart(CartResponse(c.set_quantity).cart)
-    case .removeItem?: .cart(CartResponse(c.remove_item).cart)
-    case .clearCart?: .cart(CartResponse(c.clear_cart).cart)
-    case .checkout?: .checkout(CheckoutResponse(c.checkout).order)
-    case .listOrders?: .listOrders(ListOrdersResponse(c.list_orders).orders)
-    case .setProduct?: .setProduct(ProductUpdateResult(c.set_product))
-    case .listProducts?: .listProducts(ProductPage(c.list_products))
-    case .importCatalog?: .importCatalog(ImportResult(c.import_catalog))
-    case .register?: .register(RegisterResponse(c.register_).account)
-    case .login?: .login(LoginResult(c.login))
-    case .logout?: .logout
-    case .whoAmI?: .whoAmI(Identity(c.who_am_i))
-    case .watch?: .watch(WatchEvent(c.watch))
-    case .cancelWatch?: .cancelWatch
-    case .stats?: .stats(ServerStats(c.stats))
-    case .searchProducts?: .searchProducts(SearchResults(c.search_products))
-    case .listStores?: .listStores(StoreList(c.list_stores))
-    case .getProducts?: .getProducts(GetProductsResponse(c.get_products))
-    case .exportCatalog?: decodeImportBody(c)
+    switch MethodField(rawValue: c.body_case.rawValue) {
+    case nil: return .none
+    case .serverInfo?: return .serverInfo(ServerInfo(c.server_info))
+    case .listCities?: return .listCities(CityList(c.list_cities))
+    case .getStore?: return .getStore(StoreCatalog(c.get_store))
+    case .getShelf?: return .getShelf(ShelfContents(c.get_shelf))
+    case .openSession?: let r = OpenSessionResponse(c.open_session); return .openSession(session: r.session)
+    case .getCart?: let r = CartResponse(c.get_cart); return .cart(r.cart)
+    case .addItem?: let r = CartResponse(c.add_item); return .cart(r.cart)
+    case .setQuantity?: let r = CartResponse(c.set_quantity); return .cart(r.cart)
+    case .removeItem?: let r = CartResponse(c.remove_item); return .cart(r.cart)
+    case .clearCart?: let r = CartResponse(c.clear_cart); return .cart(r.cart)
+    case .checkout?: let r = CheckoutResponse(c.checkout); return .checkout(r.order)
+    case .listOrders?: let r = ListOrdersResponse(c.list_orders); return .listOrders(r.orders)
+    case .setProduct?: return .setProduct(ProductUpdateResult(c.set_product))
+    case .listProducts?: return .listProducts(ProductPage(c.list_products))
+    case .importCatalog?: return .importCatalog(ImportResult(c.import_catalog))
+    case .register?: let r = RegisterResponse(c.register_); return .register(r.account)
+    case .login?: return .login(LoginResult(c.login))
+    case .logout?: return .logout
+    case .whoAmI?: return .whoAmI(Identity(c.who_am_i))
+    case .watch?: return .watch(WatchEvent(c.watch))
+    case .cancelWatch?: return .cancelWatch
+    case .stats?: return .stats(ServerStats(c.stats))
+    case .searchProducts?: return .searchProducts(SearchResults(c.search_products))
+    case .listStores?: return .listStores(StoreList(c.list_stores))
+    case .getProducts?: return .getProducts(GetProductsResponse(c.get_products))
+    case .exportCatalog?: return decodeImportBody(c) ?? .none
     }
-    return body ?? .none
 }
 
 extension BodyEncoder {
