@@ -73,6 +73,11 @@ public enum FuzzSeeds {
                 Request(id: 38, method: .listStores(city: nil)),
                 Request(id: 39, method: .listStores(city: .code("XXX"))),
             ])),
+            ("method-35-get-products", frames([
+                Request(id: 40, method: .getProducts(GetProductsRequest(storeUID: store, productUIDs: [a, b, a, "nope", elsewhere.uid]))),
+                Request(id: 41, method: .getProducts(GetProductsRequest(storeUID: "store-nope", productUIDs: [a]))),
+                Request(id: 42, method: .getProducts(GetProductsRequest(storeUID: store, productUIDs: []))),
+            ])),
             ("method-15-list-products", frames([
                 Request(id: 16, method: .listProducts(ProductPageRequest(storeUID: store, pageSize: 7))),
                 Request(id: 17, method: .listProducts(ProductPageRequest(storeUID: store, shelfUID: shelf.uid, pageSize: 2))),
