@@ -409,13 +409,27 @@ public final class GroserClient: Sendable {
 }
 
 extension RequestMethod {
-    /// True when sending the request twice cannot apply a change twice.
+    /// True when sending the request twice cannot apply a change twice, as
+    /// the method registry says (`MethodInfo.retry`): a read or a change
+    /// given whole; a change with its idempotency key set; never a method a
+    /// resend would run again (OpenSession, Register, Logout, CancelWatch).
+    /// A method this build does not know is refused unrun: safe.
     public var isSafeToRetry: Bool {
+        guard let field else { return true }
+        switch field.info.retry {
+        case .safe: return true
+        case .unsafe: return false
+        case .withIdempotencyKey: return !idempotencyKey.isEmpty
+        }
+    }
+
+    /// The request's idempotency key ("" for none, and for a method without one).
+    var idempotencyKey: String {
         switch self {
-        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _): return !m.idempotencyKey.isEmpty
-        case .clearCart(let m): return !m.idempotencyKey.isEmpty
-        case .checkout(let d): return !d.idempotencyKey.isEmpty
-        default: return true
+        case .addItem(let m, _, _), .setQuantity(let m, _, _), .removeItem(let m, _), .clearCart(let m): m.idempotencyKey
+        case .checkout(let d): d.idempotencyKey
+        case .login(let d): d.idempotencyKey
+        default: ""
         }
     }
 }
