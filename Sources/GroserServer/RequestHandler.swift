@@ -60,28 +60,28 @@ public struct RequestHandler: Sendable {
             // appended to a copy of it).
             catalog.serverInfoStaticBody.withUnsafeBytes { body in
                 ResponseFrameWriter.appendOK(id: request.id, field: .serverInfo, body: body,
-                                             appendingVarintFields: (AnswerField.ServerInfo.uptimeMS, uptime),
-                                             (AnswerField.ServerInfo.catalogVersion, catalog.version), to: &out)
+                                             appendingVarintFields: (FieldNumbers.ServerInfoResponse.uptimeMilliseconds, uptime),
+                                             (FieldNumbers.ServerInfoResponse.catalogVersion, catalog.version), to: &out)
             }
 
         case .listCities:
             catalog.listCitiesBody.withUnsafeBytes { body in
                 ResponseFrameWriter.appendOK(id: request.id, field: .listCities, body: body,
-                                             appendingVarintField: AnswerField.ListCities.catalogVersion, value: catalog.version, to: &out)
+                                             appendingVarintField: FieldNumbers.ListCitiesResponse.catalogVersion, value: catalog.version, to: &out)
             }
 
         case .getStore(let selector, let includeProducts, let known):
             guard let store = store(for: selector, method: "GetStore", request.id, &out) else { return }
             if known != 0 && known == store.version {
-                notModified(request.id, .getStore, versionFields: (AnswerField.GetStore.catalogVersion, AnswerField.GetStore.storeVersion),
-                            notModifiedField: AnswerField.GetStore.notModified, store: store, &out)
+                notModified(request.id, .getStore, versionFields: (FieldNumbers.GetStoreResponse.catalogVersion, FieldNumbers.GetStoreResponse.storeVersion),
+                            notModifiedField: FieldNumbers.GetStoreResponse.notModified, store: store, &out)
             } else if includeProducts {
                 answerStoreWithProducts(request.id, store, &out)
             } else {
                 store.summaryBody.withUnsafeBytes { body in
                     ResponseFrameWriter.appendOK(id: request.id, field: .getStore, body: body,
-                                                 appendingVarintFields: (AnswerField.GetStore.catalogVersion, catalog.version),
-                                                 (AnswerField.GetStore.storeVersion, store.version), to: &out)
+                                                 appendingVarintFields: (FieldNumbers.GetStoreResponse.catalogVersion, catalog.version),
+                                                 (FieldNumbers.GetStoreResponse.storeVersion, store.version), to: &out)
                 }
             }
 
@@ -182,9 +182,9 @@ public struct RequestHandler: Sendable {
     /// segments; refused when it would not fit in one frame.
     private func answerStoreWithProducts(_ id: UInt64, _ store: StoreSegments, _ out: inout [UInt8]) {
         let storeSize = store.storeMessageSize
-        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(AnswerField.GetStore.store, storeSize) + store.cityField.count
-            + ProtoWriter.varintFieldSize(AnswerField.GetStore.catalogVersion, catalog.version)
-            + ProtoWriter.varintFieldSize(AnswerField.GetStore.storeVersion, store.version)
+        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(FieldNumbers.GetStoreResponse.store, storeSize) + store.cityField.count
+            + ProtoWriter.varintFieldSize(FieldNumbers.GetStoreResponse.catalogVersion, catalog.version)
+            + ProtoWriter.varintFieldSize(FieldNumbers.GetStoreResponse.storeVersion, store.version)
         let frameSize = ResponseFrameWriter.okFrameSize(id: id, field: .getStore, bodyLength: bodyLength)
         guard frameSize - Framing.headerSize <= maximumAnswerBytes else {
             fail(id, .resourceExhausted, "The store \(printable(store.uid)) with its \(store.productCount) products takes \(frameSize) bytes, "
@@ -193,31 +193,31 @@ public struct RequestHandler: Sendable {
             return
         }
         ResponseFrameWriter.appendOKHeader(id: id, field: .getStore, bodyLength: bodyLength, to: &out)
-        ProtoWriter.appendLengthDelimitedHeader(AnswerField.GetStore.store, storeSize, to: &out)
+        ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.GetStoreResponse.store, storeSize, to: &out)
         store.appendStoreMessage(to: &out)
         out.append(contentsOf: store.cityField)
-        ProtoWriter.appendVarintField(AnswerField.GetStore.catalogVersion, catalog.version, to: &out)
-        ProtoWriter.appendVarintField(AnswerField.GetStore.storeVersion, store.version, to: &out)
+        ProtoWriter.appendVarintField(FieldNumbers.GetStoreResponse.catalogVersion, catalog.version, to: &out)
+        ProtoWriter.appendVarintField(FieldNumbers.GetStoreResponse.storeVersion, store.version, to: &out)
     }
 
     private func answerShelf(_ id: UInt64, _ shelf: ShelfSegment, _ location: ShelfLocation, _ store: StoreSegments,
                              notModified: Bool, _ out: inout [UInt8]) {
         var tail: [UInt8] = []
-        for (number, text) in [(AnswerField.GetShelf.storeUID, location.storeUID), (AnswerField.GetShelf.departmentUID, location.departmentUID)] {
+        for (number, text) in [(FieldNumbers.GetShelfResponse.storeUID, location.storeUID), (FieldNumbers.GetShelfResponse.departmentUID, location.departmentUID)] {
             let bytes = Array(text.utf8)
             ProtoWriter.appendLengthDelimitedHeader(number, bytes.count, to: &tail)
             tail.append(contentsOf: bytes)
         }
         if notModified {
-            self.notModified(id, .getShelf, versionFields: (AnswerField.GetShelf.catalogVersion, AnswerField.GetShelf.storeVersion),
-                             notModifiedField: AnswerField.GetShelf.notModified, store: store, prefix: tail, &out)
+            self.notModified(id, .getShelf, versionFields: (FieldNumbers.GetShelfResponse.catalogVersion, FieldNumbers.GetShelfResponse.storeVersion),
+                             notModifiedField: FieldNumbers.GetShelfResponse.notModified, store: store, prefix: tail, &out)
             return
         }
-        ProtoWriter.appendVarintField(AnswerField.GetShelf.catalogVersion, catalog.version, to: &tail)
-        ProtoWriter.appendVarintField(AnswerField.GetShelf.storeVersion, store.version, to: &tail)
-        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(AnswerField.GetShelf.shelf, shelf.message.count) + tail.count
+        ProtoWriter.appendVarintField(FieldNumbers.GetShelfResponse.catalogVersion, catalog.version, to: &tail)
+        ProtoWriter.appendVarintField(FieldNumbers.GetShelfResponse.storeVersion, store.version, to: &tail)
+        let bodyLength = ProtoWriter.lengthDelimitedFieldSize(FieldNumbers.GetShelfResponse.shelf, shelf.message.count) + tail.count
         ResponseFrameWriter.appendOKHeader(id: id, field: .getShelf, bodyLength: bodyLength, to: &out)
-        ProtoWriter.appendLengthDelimitedHeader(AnswerField.GetShelf.shelf, shelf.message.count, to: &out)
+        ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.GetShelfResponse.shelf, shelf.message.count, to: &out)
         out.append(contentsOf: shelf.message)
         out.append(contentsOf: tail)
     }
@@ -264,9 +264,9 @@ public struct RequestHandler: Sendable {
         var products: [UInt8] = []
         var end = offset
         store.forEachProduct(from: offset, upTo: min(range.upperBound, offset + pageSize)) { shelf, r in
-            let size = ProtoWriter.lengthDelimitedFieldSize(AnswerField.ListProducts.products, Int(r.count))
+            let size = ProtoWriter.lengthDelimitedFieldSize(FieldNumbers.ListProductsResponse.products, Int(r.count))
             guard products.count + size <= budget || end == offset else { return false }
-            ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListProducts.products, Int(r.count), to: &products)
+            ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.ListProductsResponse.products, Int(r.count), to: &products)
             shelf.message.withUnsafeBytes { raw in
                 products.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)]))
             }
@@ -277,11 +277,11 @@ public struct RequestHandler: Sendable {
         if end < range.upperBound {
             let token = Array(PageToken.make(storeUID: store.uid, shelfUID: request.shelfUID,
                                              layoutVersion: store.layoutVersion, offset: end).utf8)
-            ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListProducts.nextPageToken, token.count, to: &tail)
+            ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.ListProductsResponse.nextPageToken, token.count, to: &tail)
             tail.append(contentsOf: token)
         }
-        ProtoWriter.appendVarintField(AnswerField.ListProducts.storeVersion, store.version, to: &tail)
-        ProtoWriter.appendVarintField(AnswerField.ListProducts.totalSize, UInt64(range.count), to: &tail)
+        ProtoWriter.appendVarintField(FieldNumbers.ListProductsResponse.storeVersion, store.version, to: &tail)
+        ProtoWriter.appendVarintField(FieldNumbers.ListProductsResponse.totalSize, UInt64(range.count), to: &tail)
         ResponseFrameWriter.appendOKHeader(id: id, field: .listProducts, bodyLength: products.count + tail.count, to: &out)
         out.append(contentsOf: products)
         out.append(contentsOf: tail)

@@ -88,14 +88,14 @@ extension RequestHandler {
             appendHit(hit, store: store, index: index, outcome: outcome, to: &body)
         }
         let end = offset + hits.count
-        ProtoWriter.appendVarintField(AnswerField.SearchProducts.totalEstimate, UInt64(outcome.total), to: &body)
+        ProtoWriter.appendVarintField(FieldNumbers.SearchProductsResponse.totalEstimate, UInt64(outcome.total), to: &body)
         if end < outcome.total {
-            appendString(AnswerField.SearchProducts.nextPageToken, PageToken.make(storeUID: store.uid, shelfUID: tokenKey, layoutVersion: store.layoutVersion, offset: end), to: &body)
+            appendString(FieldNumbers.SearchProductsResponse.nextPageToken, PageToken.make(storeUID: store.uid, shelfUID: tokenKey, layoutVersion: store.layoutVersion, offset: end), to: &body)
         }
-        appendString(AnswerField.SearchProducts.queryUsed, outcome.queryUsed, to: &body)
-        if outcome.layoutSwitched { ProtoWriter.appendVarintField(AnswerField.SearchProducts.layoutSwitched, 1, to: &body) }
-        appendString(AnswerField.SearchProducts.storeUID, store.uid, to: &body)
-        ProtoWriter.appendVarintField(AnswerField.SearchProducts.storeVersion, store.version, to: &body)
+        appendString(FieldNumbers.SearchProductsResponse.queryUsed, outcome.queryUsed, to: &body)
+        if outcome.layoutSwitched { ProtoWriter.appendVarintField(FieldNumbers.SearchProductsResponse.layoutSwitched, 1, to: &body) }
+        appendString(FieldNumbers.SearchProductsResponse.storeUID, store.uid, to: &body)
+        ProtoWriter.appendVarintField(FieldNumbers.SearchProductsResponse.storeVersion, store.version, to: &body)
         ResponseFrameWriter.appendOK(id: id, field: .searchProducts, body: body, to: &out)
     }
 
@@ -109,22 +109,22 @@ extension RequestHandler {
         var hitBody: [UInt8] = []
         shelf.message.withUnsafeBytes { raw in
             let product = UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)])
-            ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchHit.product, product.count, to: &hitBody)
+            ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.SearchHit.product, product.count, to: &hitBody)
             hitBody.append(contentsOf: product)
             let name = Self.productName(product)
             for h in index.highlights(in: name, for: outcome) {
                 var range: [UInt8] = []
-                ProtoWriter.appendVarintField(AnswerField.TextRange.start, UInt64(h.lowerBound), to: &range)
-                ProtoWriter.appendVarintField(AnswerField.TextRange.length, UInt64(h.count), to: &range)
-                ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchHit.highlights, range.count, to: &hitBody)
+                ProtoWriter.appendVarintField(FieldNumbers.TextRange.start, UInt64(h.lowerBound), to: &range)
+                ProtoWriter.appendVarintField(FieldNumbers.TextRange.length, UInt64(h.count), to: &range)
+                ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.SearchHit.highlights, range.count, to: &hitBody)
                 hitBody.append(contentsOf: range)
             }
         }
-        ProtoWriter.appendVarintField(AnswerField.SearchHit.matchedWords, UInt64(hit.matchedWords), to: &hitBody)
-        appendString(AnswerField.SearchHit.shelfName, shelf.name, to: &hitBody)
-        appendString(AnswerField.SearchHit.departmentUID, place.department.uid, to: &hitBody)
-        appendString(AnswerField.SearchHit.departmentName, place.department.name, to: &hitBody)
-        ProtoWriter.appendLengthDelimitedHeader(AnswerField.SearchProducts.hits, hitBody.count, to: &body)
+        ProtoWriter.appendVarintField(FieldNumbers.SearchHit.matchedWords, UInt64(hit.matchedWords), to: &hitBody)
+        appendString(FieldNumbers.SearchHit.shelfName, shelf.name, to: &hitBody)
+        appendString(FieldNumbers.SearchHit.departmentUID, place.department.uid, to: &hitBody)
+        appendString(FieldNumbers.SearchHit.departmentName, place.department.name, to: &hitBody)
+        ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.SearchProductsResponse.hits, hitBody.count, to: &body)
         body.append(contentsOf: hitBody)
     }
 
@@ -140,7 +140,7 @@ extension RequestHandler {
     static func productName(_ message: UnsafeRawBufferPointer) -> String {
         var reader = WireReader(message)
         while !reader.atEnd, let key = reader.varint() {
-            if key == UInt64(AnswerField.Product.name) << 3 | UInt64(ProtoWriter.wireLengthDelimited) {
+            if key == UInt64(FieldNumbers.Product.name) << 3 | UInt64(ProtoWriter.wireLengthDelimited) {
                 return reader.lengthDelimited().map { String(decoding: $0, as: UTF8.self) } ?? ""
             }
             guard reader.skip(wireType: key & 7) else { return "" }

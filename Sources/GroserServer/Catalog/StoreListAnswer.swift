@@ -22,14 +22,14 @@ extension RequestHandler {
         var body: [UInt8] = []
         for store in catalog.stores.values.filter({ $0.cityUID == cityUID }).sorted(by: { $0.uid < $1.uid }) {
             var listing = store.summaryField
-            ProtoWriter.appendVarintField(AnswerField.StoreListing.isDefault, store.uid == defaultStore ? 1 : 0, to: &listing)
-            ProtoWriter.appendVarintField(AnswerField.StoreListing.storeVersion, store.version, to: &listing)
-            ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListStores.stores, listing.count, to: &body)
+            ProtoWriter.appendVarintField(FieldNumbers.StoreListing.isDefault, store.uid == defaultStore ? 1 : 0, to: &listing)
+            ProtoWriter.appendVarintField(FieldNumbers.StoreListing.storeVersion, store.version, to: &listing)
+            ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.ListStoresResponse.stores, listing.count, to: &body)
             body += listing
         }
-        ProtoWriter.appendLengthDelimitedHeader(AnswerField.ListStores.cityUID, cityUID.utf8.count, to: &body)
+        ProtoWriter.appendLengthDelimitedHeader(FieldNumbers.ListStoresResponse.cityUID, cityUID.utf8.count, to: &body)
         body += cityUID.utf8
-        ProtoWriter.appendVarintField(AnswerField.ListStores.catalogVersion, catalog.version, to: &body)
+        ProtoWriter.appendVarintField(FieldNumbers.ListStoresResponse.catalogVersion, catalog.version, to: &body)
         ResponseFrameWriter.appendOK(id: id, field: .listStores, body: body, to: &out)
     }
 }

@@ -107,9 +107,9 @@ public final class StoreSegments: Sendable {
             for h in bare.departments[d].shelves.indices { bare.departments[d].shelves[h].products = [] }
         }
         var summaryField: [UInt8] = []
-        Self.appendField(AnswerField.Store.summary, BodyEncoder.storeSummary(store.summary), to: &summaryField)
+        Self.appendField(FieldNumbers.Store.summary, BodyEncoder.storeSummary(store.summary), to: &summaryField)
         var cityField: [UInt8] = []
-        Self.appendField(AnswerField.GetStore.city, BodyEncoder.city(city), to: &cityField)
+        Self.appendField(FieldNumbers.GetStoreResponse.city, BodyEncoder.city(city), to: &cityField)
         let departments = store.departments.map { d in
             DepartmentSegments(uid: d.uid, name: d.name,
                                head: BodyEncoder.department(Department(uid: d.uid, name: d.name, shelves: [])),
@@ -219,11 +219,11 @@ public final class StoreSegments: Sendable {
     func appendStoreMessage(to out: inout [UInt8]) {
         out.append(contentsOf: summaryField)
         for d in departments {
-            ProtoWriter.appendTag(field: AnswerField.Store.departments, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+            ProtoWriter.appendTag(field: FieldNumbers.Store.departments, wireType: ProtoWriter.wireLengthDelimited, to: &out)
             ProtoWriter.appendVarint(UInt64(departmentSize(d)), to: &out)
             out.append(contentsOf: d.head)
             for s in d.shelves {
-                ProtoWriter.appendTag(field: AnswerField.Department.shelves, wireType: ProtoWriter.wireLengthDelimited, to: &out)
+                ProtoWriter.appendTag(field: FieldNumbers.Department.shelves, wireType: ProtoWriter.wireLengthDelimited, to: &out)
                 ProtoWriter.appendVarint(UInt64(s.message.count), to: &out)
                 out.append(contentsOf: s.message)
             }
