@@ -2,10 +2,10 @@ import CGroserProto
 import CProtobufC
 
 // The envelopes (Request and Response) through protobuf-c: reading a frame
-// (with the field count checked first) and the answers converted by hand.
+// (with the field count checked first), and a watch's frames, the one answer
+// written by hand.
 // The dispatch from a method's field to its conversion is generated
-// (Generated/Methods.swift): regular methods convert there, the others in
-// their area's file (ProtobufC<Area>.swift).
+// (Generated/Methods.swift).
 
 extension Request {
     /// Reads a Request from a frame's body. A request of more than

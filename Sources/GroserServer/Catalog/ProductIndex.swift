@@ -37,21 +37,32 @@ struct ProductIndex: Sendable {
         return positions[lo..<end]
     }
 
-    /// The uid of the product encoded at `r` in `shelf` (the `Product`
-    /// message's field 1), empty when it has none.
-    static func uid(of shelf: ShelfSegment, _ r: ShelfSegment.ProductRange) -> [UInt8] {
+    /// True when the product encoded at `r` in `shelf` has the uid `uid`.
+    static func product(_ shelf: ShelfSegment, _ r: ShelfSegment.ProductRange, hasUID uid: String) -> Bool {
+        withUID(of: shelf, r) { $0.elementsEqual(uid.utf8) }
+    }
+
+    /// True when two encoded products have the same uid.
+    static func sameUID(_ a: (ShelfSegment, ShelfSegment.ProductRange), _ b: (ShelfSegment, ShelfSegment.ProductRange)) -> Bool {
+        withUID(of: a.0, a.1) { x in withUID(of: b.0, b.1) { y in x.elementsEqual(y) } }
+    }
+
+    /// `body` with the uid of the product encoded at `r` in `shelf` (the
+    /// `Product` message's field 1; empty when it has none), read in place.
+    private static func withUID<R>(of shelf: ShelfSegment, _ r: ShelfSegment.ProductRange,
+                                   _ body: (UnsafeRawBufferPointer) -> R) -> R {
         shelf.message.withUnsafeBytes { raw in
             var reader = WireReader(UnsafeRawBufferPointer(rebasing: raw[Int(r.start)..<Int(r.start + r.count)]))
             while let key = reader.varint() {
-                if key == 0x0a { return reader.lengthDelimited().map { Array($0) } ?? [] }
-                guard reader.skip(wireType: key & 7) else { break }
+                if key == 0x0a, let uid = reader.lengthDelimited() { return body(uid) }
+                guard key != 0x0a, reader.skip(wireType: key & 7) else { break }
             }
-            return []
+            return body(UnsafeRawBufferPointer(start: nil, count: 0))
         }
     }
 
     private static func uidHash(of shelf: ShelfSegment, _ r: ShelfSegment.ProductRange) -> UInt64 {
-        hash(uid(of: shelf, r))
+        withUID(of: shelf, r) { hash($0) }
     }
 
     private static func hash(_ bytes: some Sequence<UInt8>) -> UInt64 {

@@ -25,7 +25,7 @@ extension RequestHandler {
             let found = store.products.candidates(for: uid).lazy.compactMap { position -> (ShelfSegment, ShelfSegment.ProductRange)? in
                 guard let place = store.place(ofProduct: Int(position)) else { return nil }
                 let range = place.shelf.productRanges[place.index]
-                return ProductIndex.uid(of: place.shelf, range).elementsEqual(uid.utf8) ? (place.shelf, range) : nil
+                return ProductIndex.product(place.shelf, range, hasUID: uid) ? (place.shelf, range) : nil
             }.first
             guard let (shelf, r) = found else {
                 ProtoWriter.appendLengthDelimitedHeader(Field.missingUIDs, uid.utf8.count, to: &missing)

@@ -135,7 +135,7 @@ public final class StoreSegments: Sendable {
         let sameUIDs = changed.allSatisfy { c in
             let old = shelf(at: c.location)
             return old.productCount == c.segment.productCount && zip(old.productRanges, c.segment.productRanges).allSatisfy {
-                ProductIndex.uid(of: old, $0.0) == ProductIndex.uid(of: c.segment, $0.1)
+                ProductIndex.sameUID((old, $0.0), (c.segment, $0.1))
             }
         }
         return StoreSegments(uid: uid, cityUID: cityUID, version: version, layoutVersion: layoutVersion,
