@@ -71,7 +71,7 @@ public struct Dispatcher: Sendable {
     @inline(__always)
     public func hold<E: Executors>(_ request: consuming Request, receivedAt: UInt64, slot: UInt64,
                                    to executors: E) -> ConnectionStateMachine.HeldAnswer {
-        guard request.id != 0, request.method.field?.info.isDeferred == true else { return .later(request, receivedAt: receivedAt) }
+        guard request.id != 0, request.method.field?.executor.isDeferred == true else { return .later(request, receivedAt: receivedAt) }
         var frame: [UInt8] = []
         return send(request, receivedAt: receivedAt, slot: slot, to: executors, into: &frame) == .awaiting ? .awaiting : .ready(frame)
     }
@@ -80,7 +80,7 @@ public struct Dispatcher: Sendable {
     @inline(__always)
     private func send<E: Executors>(_ request: consuming Request, receivedAt: UInt64, slot: UInt64, to executors: E,
                                     into out: inout [UInt8]) -> ConnectionStateMachine.Answered {
-        guard let executor = request.method.field?.info.executor else {
+        guard let executor = request.method.field?.executor else {
             // An unknown method: the catalog reader's UNIMPLEMENTED.
             handler.answerCatalog(request, into: &out)
             return .answered

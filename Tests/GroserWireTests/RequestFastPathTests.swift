@@ -60,9 +60,14 @@ struct RequestFastPathTests {
     @Test func randomBytesNearValidRequestsNeverDisagree() throws {
         var rng = SplitMix(state: 0x67_726f_7365_72)
         var read = 0, readCart = 0
+        // One connection's memory of its repeated strings, across every round:
+        // an answer from memory must be the request's own string.
+        var strings = RepeatedStrings()
         for round in 0..<20_000 {
             var bytes = Self.randomRequestBytes(&rng)
             if round % 2 == 1 { Self.mutate(&bytes, &rng) }
+            let remembered = bytes.withUnsafeBytes { Request.decodeCommonMethod($0, reusing: &strings) }
+            #expect(remembered == bytes.withUnsafeBytes { Request.decodeCommonMethod($0) }, "bytes \(bytes)")
             guard let fast = bytes.withUnsafeBytes({ Request.decodeCommonMethod($0) }) else { continue }
             read += 1
             switch fast.method { case .addItem, .setQuantity: readCart += 1; default: break }

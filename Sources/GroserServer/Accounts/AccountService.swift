@@ -53,7 +53,7 @@ final class AccountService: Sendable {
     }
 
     static func handles(_ method: RequestMethod) -> Bool {
-        method.field?.info.executor == .accountWorkers
+        method.field?.executor == .accountWorkers
     }
 
     func start() throws(Errno) {

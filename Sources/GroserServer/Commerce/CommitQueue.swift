@@ -8,12 +8,41 @@ struct CommerceJob: Sendable {
     let request: Request
     let caller: Caller
     let receivedAt: UInt64
-    /// Called on the commit thread with the whole response frame, after the
-    /// transaction that holds the request's change has committed.
-    let reply: @Sendable ([UInt8]) -> Void
+    /// Called on the worker's thread with the whole response frame, once
+    /// the request's change is durable.
+    let reply: Reply
     /// Closed when the connection that sent the request is gone; the request
     /// is then skipped, since nobody can receive its answer.
     var connection: ConnectionToken? = nil
+
+    init(request: Request, caller: Caller, receivedAt: UInt64, reply: Reply, connection: ConnectionToken? = nil) {
+        self.request = request
+        self.caller = caller
+        self.receivedAt = receivedAt
+        self.reply = reply
+        self.connection = connection
+    }
+
+    /// A job whose answer goes to `reply` (tests, and callers that wait).
+    init(request: Request, caller: Caller, receivedAt: UInt64, connection: ConnectionToken? = nil,
+         reply: @escaping @Sendable ([UInt8]) -> Void) {
+        self.init(request: request, caller: caller, receivedAt: receivedAt, reply: .call(reply), connection: connection)
+    }
+
+    /// Where a job's answer goes: an event loop's inbox, addressed by value
+    /// (a closure capturing the address was an allocation per request), or
+    /// a function.
+    enum Reply: Sendable {
+        case inbox(CommitInbox, CommitInbox.Address)
+        case call(@Sendable ([UInt8]) -> Void)
+
+        func callAsFunction(_ frame: [UInt8]) {
+            switch self {
+            case .inbox(let inbox, let address): inbox.post(frame, to: address)
+            case .call(let f): f(frame)
+            }
+        }
+    }
 }
 
 /// Tells the commit thread that a connection has closed, so the requests it

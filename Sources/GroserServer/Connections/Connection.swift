@@ -33,6 +33,9 @@ final class Connection {
     @exclusivity(unchecked) var watchers: [Watcher] = []
     /// The key of the session token the connection sent last.
     @exclusivity(unchecked) var sessionKeys = SessionKeyMemo()
+    /// The session token and store uid the connection sent last, reused
+    /// by the request reader when sent again.
+    @exclusivity(unchecked) var repeatedStrings = RepeatedStrings()
     /// Whether the peer is an operator, once asked.
     @exclusivity(unchecked) private var peerIsOperator: Bool?
 

@@ -18,62 +18,86 @@ public struct CartRules: Sendable {
     /// What a rule may ask of the catalog: the product, when it exists.
     public typealias Lookup = (String) -> ProductRecord?
 
-    // MARK: Cart changes (the version is bumped by the caller)
+    // MARK: Cart changes
+    //
+    // Each rule reads the cart and decides a `CartEdit`, which the shard
+    // makes in place (`StoredCart.apply`, which moves the version on). The
+    // forms that return a new cart apply the edit to a copy, for tests and
+    // for callers that hold a copy anyway.
 
     public func add(_ cart: StoredCart, product uid: String, quantity: UInt32, storeUID: String,
                     _ lookup: Lookup) throws(Refusal) -> StoredCart {
-        guard (1...limits.maximumQuantity).contains(quantity) else {
-            throw Refusal(.invalidArgument, "The quantity must be 1 to \(limits.maximumQuantity), not \(quantity).")
-        }
-        let p = try orderable(uid, storeUID: storeUID, lookup)
-        var next = cart
-        if let i = cart.lines.firstIndex(where: { $0.productUID == uid }) {
-            let line = cart.lines[i]
-            let (total, overflow) = line.quantity.addingReportingOverflow(quantity)
-            guard !overflow, total <= limits.maximumQuantity else {
-                throw Refusal(.failedPrecondition, "That would make \(UInt64(line.quantity) + UInt64(quantity)) of \(p.name); a line holds at most \(limits.maximumQuantity).")
-            }
-            next.lines[i].quantity = total
-        } else {
-            try appendLine(p, quantity: quantity, to: &next)
-        }
-        return next
+        applied(try addEdit(cart, product: uid, quantity: quantity, storeUID: storeUID, lookup), to: cart)
     }
 
     public func setQuantity(_ cart: StoredCart, product uid: String, quantity: UInt32, storeUID: String,
                             _ lookup: Lookup) throws(Refusal) -> StoredCart {
-        try requireProductUID(uid)
-        guard quantity <= limits.maximumQuantity else {
-            throw Refusal(.invalidArgument, "The quantity must be 0 to \(limits.maximumQuantity), not \(quantity).")
-        }
-        var next = cart
-        let index = cart.lines.firstIndex(where: { $0.productUID == uid })
-        if quantity == 0 {
-            if let index { next.lines.remove(at: index) }
-            return next
-        }
-        if let index {
-            // Lowering is always allowed; raising needs the product in stock.
-            if quantity > cart.lines[index].quantity { _ = try orderable(uid, storeUID: storeUID, lookup) }
-            next.lines[index].quantity = quantity
-        } else {
-            try appendLine(try orderable(uid, storeUID: storeUID, lookup), quantity: quantity, to: &next)
-        }
-        return next
+        guard let edit = try setQuantityEdit(cart, product: uid, quantity: quantity, storeUID: storeUID, lookup) else { return cart }
+        return applied(edit, to: cart)
     }
 
     public func remove(_ cart: StoredCart, product uid: String) throws(Refusal) -> StoredCart {
-        try requireProductUID(uid)
-        guard let index = cart.lines.firstIndex(where: { $0.productUID == uid }) else {
-            throw Refusal(.notFound, "The product \"\(clip(uid))\" is not in the cart.")
-        }
-        var next = cart
-        next.lines.remove(at: index)
-        return next
+        applied(try removeEdit(cart, product: uid), to: cart)
     }
 
     public func clear(_ cart: StoredCart) -> StoredCart {
         StoredCart(version: cart.version, lines: [])
+    }
+
+    /// The copy forms keep the version: the caller moves it on.
+    private func applied(_ edit: CartEdit, to cart: StoredCart) -> StoredCart {
+        var next = cart
+        _ = next.apply(edit)
+        next.version = cart.version
+        return next
+    }
+
+    public func addEdit(_ cart: borrowing StoredCart, product uid: String, quantity: UInt32, storeUID: String,
+                        _ lookup: Lookup) throws(Refusal) -> CartEdit {
+        guard (1...limits.maximumQuantity).contains(quantity) else {
+            throw Refusal(.invalidArgument, "The quantity must be 1 to \(limits.maximumQuantity), not \(quantity).")
+        }
+        let p = try orderable(uid, storeUID: storeUID, lookup)
+        if let i = Self.line(of: uid, in: cart) {
+            let have = cart.lines[i].quantity
+            let (total, overflow) = have.addingReportingOverflow(quantity)
+            guard !overflow, total <= limits.maximumQuantity else {
+                throw Refusal(.failedPrecondition, "That would make \(UInt64(have) + UInt64(quantity)) of \(p.name); a line holds at most \(limits.maximumQuantity).")
+            }
+            return .quantity(at: i, total)
+        }
+        return try appendEdit(p, quantity: quantity, to: cart)
+    }
+
+    /// nil: nothing to change (a quantity of 0 for a product the cart does not hold).
+    public func setQuantityEdit(_ cart: borrowing StoredCart, product uid: String, quantity: UInt32, storeUID: String,
+                                _ lookup: Lookup) throws(Refusal) -> CartEdit? {
+        try requireProductUID(uid)
+        guard quantity <= limits.maximumQuantity else {
+            throw Refusal(.invalidArgument, "The quantity must be 0 to \(limits.maximumQuantity), not \(quantity).")
+        }
+        let index = Self.line(of: uid, in: cart)
+        if quantity == 0 { return index.map { .remove(at: $0) } }
+        if let index {
+            // Lowering is always allowed; raising needs the product in stock.
+            if quantity > cart.lines[index].quantity { _ = try orderable(uid, storeUID: storeUID, lookup) }
+            return .quantity(at: index, quantity)
+        }
+        return try appendEdit(try orderable(uid, storeUID: storeUID, lookup), quantity: quantity, to: cart)
+    }
+
+    public func removeEdit(_ cart: borrowing StoredCart, product uid: String) throws(Refusal) -> CartEdit {
+        try requireProductUID(uid)
+        guard let index = Self.line(of: uid, in: cart) else {
+            throw Refusal(.notFound, "The product \"\(clip(uid))\" is not in the cart.")
+        }
+        return .remove(at: index)
+    }
+
+    /// The line holding `uid`, read in place (`firstIndex(where:)` handed
+    /// its closure a copy of each line).
+    private static func line(of uid: String, in cart: borrowing StoredCart) -> Int? {
+        cart.lines.withUnsafeBufferPointer { b in b.indices.first { b[$0].productUID == uid } }
     }
 
     /// A mutation names the version it was made against (0: any).
@@ -83,11 +107,11 @@ public struct CartRules: Sendable {
         }
     }
 
-    private func appendLine(_ p: ProductRecord, quantity: UInt32, to cart: inout StoredCart) throws(Refusal) {
+    private func appendEdit(_ p: ProductRecord, quantity: UInt32, to cart: borrowing StoredCart) throws(Refusal) -> CartEdit {
         guard cart.lines.count < limits.maximumLines else {
             throw Refusal(.failedPrecondition, "The cart already has \(cart.lines.count) lines, the most it may hold.")
         }
-        cart.lines.append(CartLineRecord(productUID: p.uid, quantity: quantity, seenPriceMinorUnits: p.price.minorUnits))
+        return .append(CartLineRecord(productUID: p.uid, quantity: quantity, seenPriceMinorUnits: p.price.minorUnits))
     }
 
     /// Every cart method refuses an empty product uid alike, also where the
@@ -128,30 +152,40 @@ public struct CartRules: Sendable {
     public func shown(_ cart: StoredCart, storeUID: String, _ lookup: Lookup) throws(Refusal) -> ShownCart {
         var lines: [ShownLine] = []
         lines.reserveCapacity(cart.lines.count)
+        let totals = try show(cart, lookup, into: &lines)
+        return ShownCart(storeUID: storeUID, lines: lines, subtotal: totals.subtotal, itemCount: totals.itemCount,
+                         currency: totals.subtotal.currency, version: cart.version)
+    }
+
+    /// `shown`'s lines appended to `lines` (a buffer the caller reuses: a
+    /// shard keeps one, so showing a cart allocates nothing), and its totals.
+    public func show(_ cart: borrowing StoredCart, _ lookup: Lookup,
+                     into lines: inout [ShownLine]) throws(Refusal) -> (subtotal: Money, itemCount: UInt32) {
         var subtotal: Int64 = 0
         var items: UInt32 = 0
         var currency: String?
-        for i in cart.lines.indices {
-            let r = cart.lines[i]
-            guard let p = lookup(r.productUID) else { continue }
-            if currency == nil { currency = p.price.currency }
-            guard currency == p.price.currency else {
-                throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(p.price.currency)).")
+        try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
+            for i in stored.indices {
+                guard let p = lookup(stored[i].productUID) else { continue }
+                let price = p.price
+                if currency == nil { currency = price.currency }
+                guard currency == price.currency else {
+                    throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(price.currency)).")
+                }
+                let quantity = stored[i].quantity
+                let (total, overflow) = price.minorUnits.multipliedReportingOverflow(by: Int64(quantity))
+                let (sum, overflow2) = subtotal.addingReportingOverflow(total)
+                guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
+                subtotal = sum
+                let (count, overflow3) = items.addingReportingOverflow(quantity)
+                guard !overflow3 else {
+                    throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
+                }
+                items = count
+                lines.append(ShownLine(record: stored[i], product: p, total: total))
             }
-            let (total, overflow) = p.price.minorUnits.multipliedReportingOverflow(by: Int64(r.quantity))
-            let (sum, overflow2) = subtotal.addingReportingOverflow(total)
-            guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
-            subtotal = sum
-            let (count, overflow3) = items.addingReportingOverflow(r.quantity)
-            guard !overflow3 else {
-                throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
-            }
-            items = count
-            lines.append(ShownLine(record: r, product: p, total: total))
         }
-        let c = currency ?? defaultCurrency
-        return ShownCart(storeUID: storeUID, lines: lines, subtotal: Money(minorUnits: subtotal, currency: c),
-                         itemCount: items, currency: c, version: cart.version)
+        return (Money(minorUnits: subtotal, currency: currency ?? defaultCurrency), items)
     }
 
     /// Drops from `lines` those not among `shown` (the lines of products

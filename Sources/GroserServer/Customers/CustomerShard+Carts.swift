@@ -5,50 +5,104 @@ import GroserWire
 /// ClearCart, and how a changed cart is stored and logged.
 extension CustomerShard {
     /// The shared path of every cart mutation: session and store checks,
-    /// idempotency, the version check, the change, the new version, the answer.
+    /// idempotency, the version check, the rule's edit made in place, the
+    /// new version, the answer. `decide` reads the cart and returns its edit
+    /// (nil: none, the version alone moves on).
     func mutate(_ field: MethodField, _ id: UInt64, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                 _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, _ tx: (any CommerceTransaction)?,
-                change: (StoredCart, CartRules.Lookup) throws(Refusal) -> StoredCart) throws -> CommerceOutcome {
+                decide: (borrowing StoredCart, CartRules.Lookup) throws(Refusal) -> CartEdit?) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
         // the state changes below, made the carts dictionary copy on write.
-        // The holder's place in the sessions and its cart's place in its
-        // carts are found once, and the change is saved there (each lookup
-        // hashed the key or the store's uid again): nothing is added to or
-        // removed from either before `save`.
+        // The holder's place in the sessions is found once (each lookup
+        // hashed the key again): nothing is added to or removed from the
+        // sessions before the change is made.
         let (key, holderKey, holder) = try cartHolderIndex(key)
         try checkStore(m.storeUID, catalog)
         // Only a request with an idempotency key needs its fingerprint (the
         // string building showed in the profile of keyless adds).
         let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
         if let replay = try replay(key, m.idempotencyKey, print, now) { return replay }
-        let (place, found) = withSession(at: holder) { s in
-            let c = s.carts.index(forKey: m.storeUID)
-            return (c, c.map { s.carts.values[$0] })
-        }
-        let cart = found ?? StoredCart()
-        try context.rules.checkVersion(cart, expected: m.expectedVersion)
+        let rules = context.rules
         let look = lookup(tx)
-        var next = try change(cart, look)
-        next.version = cart.version + 1
-        // Encoded from the stored lines and their products: no `Cart` built.
-        // Lines of products the catalog no longer has are not shown, and go
-        // with this change: found by `shown`'s one lookup a line (a lookup
-        // of its own for each line first made two, a third of a cart-add's
-        // instructions with 20 lines under callgrind).
-        let shown = try context.rules.shown(next, storeUID: m.storeUID, look)
+        // The rule reads a reference to the stored lines, dropped before
+        // the edit is made in place (a copy kept alive made the edit copy them).
+        // The cart's place in its holder's carts is found once (each
+        // lookup hashed the store's uid again).
+        var found = withSession(at: holder) { s in s.carts.index(forKey: m.storeUID) }
+        var cart = found.map { c in withSession(at: holder) { s in s.carts.values[c] } } ?? StoredCart()
+        try rules.checkVersion(cart, expected: m.expectedVersion)
+        let edit = try decide(cart, look)
+        cart = StoredCart()
         try checkLookups()
-        CartRules.keepShown(&next.lines, shown.lines)
-        save(next, key: holderKey, storeUID: m.storeUID, now, &batch, at: (holder, place))
+        let created = found == nil
+        if created {
+            found = withSession(at: holder) { s in
+                s.carts[m.storeUID] = StoredCart()
+                return s.carts.index(forKey: m.storeUID)
+            }
+        }
+        let place = found!
+        let (undo, lastActive) = withSession(at: holder) { s in
+            defer { s.lastActiveUnix = now }
+            return (Self.apply(edit, to: &s.carts.values[place]), s.lastActiveUnix)
+        }
+        // The cart as shown, into the shard's buffer of lines: current
+        // prices, and no line of a product the catalog no longer has
+        // (those go with this change).
+        var lines: [ShownLine] = []
+        swap(&lines, &shownLines)
+        defer { lines.removeAll(keepingCapacity: true); shownLines = lines }
+        let totals: (subtotal: Money, itemCount: UInt32)
+        let version: UInt64
+        let stored: Int
+        do {
+            (totals, version, stored) = try withSession(at: holder) { (s) throws(Refusal) in
+                (try rules.show(s.carts.values[place], look, into: &lines), s.carts.values[place].version, s.carts.values[place].lines.count)
+            }
+            try checkLookups()
+        } catch {
+            withSession(at: holder) { s in
+                if created { s.carts[m.storeUID] = nil } else { s.carts.values[place].revert(undo) }
+                s.lastActiveUnix = lastActive
+            }
+            throw error
+        }
+        if lines.count < stored || shared != nil || edit == nil || edit == .clear {
+            // Logged as the whole cart: lines dropped, or a store that
+            // keeps whole carts, or no one line changed.
+            let (before, after) = withSession(at: holder) { s in
+                var before = s.carts.values[place]
+                before.revert(undo)
+                CartRules.keepShown(&s.carts.values[place].lines, lines)
+                return (before, s.carts.values[place])
+            }
+            batch.records.append(.cart(holderKey, storeUID: m.storeUID, after, atUnix: now))
+            batch.undo.append(.cart(holderKey, storeUID: m.storeUID, created ? nil : before, lastActiveUnix: lastActive))
+        } else {
+            let change = withSession(at: holder) { s in s.carts.values[place].lineChange(after: edit!, undo)! }
+            batch.records.append(.cartLine(holderKey, storeUID: m.storeUID, change, atUnix: now))
+            batch.undo.append(.edit(holderKey, storeUID: m.storeUID, undo, created: created, lastActiveUnix: lastActive))
+        }
         if m.idempotencyKey.isEmpty && !bodiesWanted {
             // The whole response frame at once, the body written in place:
             // the body alone, then the frame around it, were two
             // allocations and a copy (see SideAnswer).
-            batch.side = .frame(shown.frame(id: id, field: field))
+            batch.side = .frame(BodyEncoder.cartFrame(id: id, field: field, storeUID: m.storeUID, lines: lines,
+                                                      subtotal: totals.subtotal, itemCount: totals.itemCount,
+                                                      currency: totals.subtotal.currency, version: version))
             return .ok(field, [])
         }
-        let body = shown.body
+        let body = BodyEncoder.cart(storeUID: m.storeUID, lines: lines, subtotal: totals.subtotal, itemCount: totals.itemCount,
+                                    currency: totals.subtotal.currency, version: version)
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
+    }
+
+    /// `edit` made in place (nil: the version alone moves on).
+    private static func apply(_ edit: CartEdit?, to cart: inout StoredCart) -> CartUndo {
+        if let edit { return cart.apply(edit) }
+        defer { cart.version &+= 1 }
+        return CartUndo(version: cart.version, step: .lines(cart.lines))
     }
 
     /// Stores a session's cart for `storeUID`, in place, undoably, and logs

@@ -25,7 +25,7 @@ extension CustomerShard {
         lookupFailure = nil
         do {
             // A request changes the state only once nothing can refuse it.
-            return try run(j.pointee.job.request.method, id: j.pointee.job.request.id, key: j.pointee.key, catalog, now, &batch, tx)
+            return try run(j, catalog, now, &batch, tx)
         } catch let refusal as Refusal {
             if let failure = lookupFailure { return .failed(Status(.unavailable, "The store failed: \(failure.description).")) }
             // A token from OpenSession whose session nothing stored yet.
@@ -38,11 +38,14 @@ extension CustomerShard {
         }
     }
 
-    private func run(_ method: RequestMethod, id: UInt64, key: SessionKey?, _ catalog: EncodedCatalog, _ now: Int64,
+    /// The request's rule (read through the job's pointer: its request is
+    /// not copied).
+    private func run(_ j: UnsafePointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64,
                      _ batch: inout Batch, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
-        if let refusal = FieldLimits.violation(in: method) { throw refusal }
+        if let refusal = FieldLimits.violation(in: j.pointee.job.request.method) { throw refusal }
+        let id = j.pointee.job.request.id, key = j.pointee.key
         let rules = context.rules
-        switch method {
+        switch j.pointee.job.request.method {
         case .getCart(_, let storeUID, let acceptPrices):
             let (_, _, key, session) = try cartHolder(key)
             try checkStore(storeUID, catalog)
@@ -74,18 +77,18 @@ extension CustomerShard {
 
         case .addItem(let m, let product, let quantity):
             return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
-                try rules.add(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+                try rules.addEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .setQuantity(let m, let product, let quantity):
             return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
-                try rules.setQuantity(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+                try rules.setQuantityEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .removeItem(let m, let product):
             return try mutate(.removeItem, id, m, fingerprint: "remove|\(product)", key, catalog, now, &batch, tx) { cart, _ throws(Refusal) in
-                try rules.remove(cart, product: product)
+                try rules.removeEdit(cart, product: product)
             }
         case .clearCart(let m):
-            return try mutate(.clearCart, id, m, fingerprint: "clear", key, catalog, now, &batch, tx) { cart, _ in rules.clear(cart) }
+            return try mutate(.clearCart, id, m, fingerprint: "clear", key, catalog, now, &batch, tx) { _, _ in .clear }
 
         case .checkout(let d):
             guard let tx else { throw Refusal(.internal, "Checkout reached a shard without the order store.") }

@@ -18,6 +18,14 @@ extension CustomerShard {
         var soldOut = false
         /// What the request being run answers besides its outcome.
         var side: SideAnswer?
+
+        /// Empty again, its arrays' room kept for the next batch.
+        mutating func clear() {
+            undo.removeAll(keepingCapacity: true)
+            records.removeAll(keepingCapacity: true)
+            soldOut = false
+            side = nil
+        }
     }
 
     /// A request's answer beyond its `CommerceOutcome`: an account step's
@@ -35,6 +43,9 @@ extension CustomerShard {
         case session(SessionKey, SessionState?)
         /// One cart of a session, and the session's last activity.
         case cart(SessionKey, storeUID: String, StoredCart?, lastActiveUnix: Int64)
+        /// An edit made in place in one cart (`created`: the edit made the
+        /// cart, which goes), and the session's last activity.
+        case edit(SessionKey, storeUID: String, CartUndo, created: Bool, lastActiveUnix: Int64)
         /// One remembered answer of a session.
         case answer(SessionKey, name: String, StoredAnswer?)
     }
@@ -54,6 +65,11 @@ extension CustomerShard {
             case .cart(let key, let storeUID, let old, let lastActive):
                 state.sessions[key]?.carts[storeUID] = old
                 state.sessions[key]?.lastActiveUnix = lastActive
+            case .edit(let key, let storeUID, let undo, let created, let lastActive):
+                withSession(key) { s in
+                    if created { s.carts[storeUID] = nil } else { s.carts[storeUID]?.revert(undo) }
+                    s.lastActiveUnix = lastActive
+                }
             case .answer(let key, let name, let old):
                 state.sessions[key]?.answers[name] = old
             }

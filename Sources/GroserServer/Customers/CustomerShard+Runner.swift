@@ -59,14 +59,20 @@ extension CustomerShard {
         for change in changes.withLock({ c in defer { c.removeAll() }; return c }) { cache.apply(change) }
         let catalog = context.catalog.current
         let now = context.unixTime()
+        // The last batch's arrays, emptied, their room kept: a cart change
+        // makes a record and an undo entry (more with an idempotency key).
         var batch = Batch()
-        // A cart change makes a record and an undo entry (more with an
-        // idempotency key): room for one each up front spares the growth.
+        swap(&batch, &spareBatch)
         batch.records.reserveCapacity(jobs.count)
         batch.undo.reserveCapacity(jobs.count)
+        defer {
+            batch.clear()
+            if batch.records.capacity <= Self.batchLimit * 2 && batch.undo.capacity <= Self.batchLimit * 2 { spareBatch = batch }
+        }
         var outcomes: [CommerceOutcome] = []
         outcomes.reserveCapacity(jobs.count)
         var sides: [SideAnswer?] = []
+        sides.reserveCapacity(jobs.count)
         if let shared {
             runShared(jobs, shared, catalog, now, &batch, &outcomes, &sides)
         } else {
@@ -92,7 +98,7 @@ extension CustomerShard {
             if let call = jobs[i].step {
                 switch outcome {
                 case .ok:
-                    guard case .step(let answer)? = sides[i] else {
+                    guard case .step(let answer)? = sides[i].take() else {
                         call.done(.failed(Status(.internal, "An account step gave no answer.")))
                         continue
                     }
@@ -101,7 +107,7 @@ extension CustomerShard {
                 }
                 continue
             }
-            if case .ok = outcome, case .frame(let frame)? = sides[i] {
+            if case .ok = outcome, case .frame(let frame)? = sides[i].take() {
                 jobs[i].job.reply(frame)
                 continue
             }

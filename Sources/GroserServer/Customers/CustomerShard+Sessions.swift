@@ -85,7 +85,7 @@ extension CustomerShard {
     /// `body` on the session at `i` in place (an index from `checkSession`
     /// or `cartHolderIndex`, taken since nothing was added or removed).
     @inline(__always)
-    func withSession<R>(at i: SessionIndex, _ body: (inout SessionState) -> R) -> R {
-        body(&state.sessions.values[i])
+    func withSession<R, E: Error>(at i: SessionIndex, _ body: (inout SessionState) throws(E) -> R) throws(E) -> R {
+        try body(&state.sessions.values[i])
     }
 }

@@ -47,6 +47,11 @@ final class CustomerShard: @unchecked Sendable {
     @exclusivity(unchecked) var lastKnown = false
     @exclusivity(unchecked) var lastUID = ""
     @exclusivity(unchecked) var lastProduct: ProductRecord?
+    /// The lines of the cart a mutation answers with, kept between
+    /// requests so that showing a cart allocates nothing (+Carts).
+    @exclusivity(unchecked) var shownLines: [ShownLine] = []
+    /// The last batch's arrays, kept for the next (+Runner).
+    @exclusivity(unchecked) var spareBatch = Batch()
 
     /// False while the shard's own thread runs a batch: the answers go out
     /// as frames, and a keyless cart mutation's outcome carries no body

@@ -22,17 +22,29 @@ final class CommitInbox: @unchecked Sendable {
     /// `wake` wakes the loop (an eventfd write); called from worker threads.
     init(wake: @escaping @Sendable () -> Void) { self.wake = wake }
 
-    /// What a worker calls with a request's whole response frame.
-    func reply(fd: Int32, serial: UInt64, slot: UInt64, method: MethodField?, receivedAt: UInt64) -> @Sendable ([UInt8]) -> Void {
-        { [self] frame in
-            // The loop takes the whole inbox when it wakes, so only the
-            // answer that finds it empty needs to wake it.
-            let first = answers.withLock { answers in
-                answers.append((fd, serial, slot, frame, method, receivedAt))
-                return answers.count == 1
-            }
-            if first { wake() }
+    /// Where one answer goes, and what Stats counts of it.
+    struct Address: Sendable {
+        var fd: Int32
+        var serial: UInt64
+        var slot: UInt64
+        var method: MethodField?
+        var receivedAt: UInt64
+    }
+
+    /// Where a worker sends a request's whole response frame.
+    func reply(fd: Int32, serial: UInt64, slot: UInt64, method: MethodField?, receivedAt: UInt64) -> CommerceJob.Reply {
+        .inbox(self, Address(fd: fd, serial: serial, slot: slot, method: method, receivedAt: receivedAt))
+    }
+
+    /// Called by a worker with a request's whole response frame.
+    func post(_ frame: [UInt8], to a: Address) {
+        // The loop takes the whole inbox when it wakes, so only the
+        // answer that finds it empty needs to wake it.
+        let first = answers.withLock { answers in
+            answers.append((a.fd, a.serial, a.slot, frame, a.method, a.receivedAt))
+            return answers.count == 1
         }
+        if first { wake() }
     }
 
     /// Every answer posted so far, in the order posted. The loop's thread only.

@@ -21,7 +21,7 @@ extension EventLoop {
             let start = out.count
             let answered: ConnectionStateMachine.Answered
             let method: MethodField?
-            if let request = Request.decodeCommonMethod(body) {
+            if let request = Request.decodeCommonMethod(body, reusing: &connection.repeatedStrings) {
                 method = request.method.field
                 answered = dispatcher.dispatch(request, receivedAt: receivedAt, slot: slot, to: self, into: &out)
             } else {
@@ -37,7 +37,7 @@ extension EventLoop {
 
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
             var frame: [UInt8] = []
-            guard let request = Request.decodeCommonMethod(body)
+            guard let request = Request.decodeCommonMethod(body, reusing: &connection.repeatedStrings)
                     ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame) }
             return dispatcher.hold(request, receivedAt: receivedAt, slot: slot, to: self)
         }
