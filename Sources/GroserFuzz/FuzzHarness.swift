@@ -200,7 +200,7 @@ public final class FuzzHarness {
 
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
             var out: [UInt8] = []
-            return answer(body, receivedAt: receivedAt, slot: slot, into: &out) == .awaiting ? .awaiting : .ready(out)
+            return answer(body, receivedAt: receivedAt, slot: slot, into: &out) == .awaiting ? .awaiting : .ready(out[...])
         }
 
         mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {}

@@ -279,15 +279,18 @@ final class EventLoop: @unchecked Sendable {
         answerTurn &+= 1
         var touched: [Connection] = []
         var run: Connection?
+        // Read in place: `answers[i]` copied each answer (its frame retained
+        // and released), twice.
+        answers.withUnsafeBufferPointer { answers in
         for i in answers.indices {
-            let a = answers[i]
-            if let c = run, c.socket.descriptor != a.fd || c.serial != a.serial {
+            let a = answers.baseAddress! + i
+            if let c = run, c.socket.descriptor != a.pointee.address.fd || c.serial != a.pointee.address.serial {
                 deliver(c)
                 run = nil
             }
             if run == nil {
                 // The connection may have closed, and its descriptor been reused.
-                guard let c = connections[a.fd], c.serial == a.serial else { continue }
+                guard let c = connections[a.pointee.address.fd], c.serial == a.pointee.address.serial else { continue }
                 run = c
                 if c.answerTurn != answerTurn {
                     c.answerTurn = answerTurn
@@ -298,9 +301,10 @@ final class EventLoop: @unchecked Sendable {
             var out: [UInt8] = []
             swap(&out, &output)
             var responder = LoopResponder(loop: self, connection: c, dispatcher: dispatcher)
-            c.machine.answerArrived(slot: a.slot, frame: a.frame, into: &out, &responder)
+            c.machine.answerArrived(slot: a.pointee.address.slot, frame: a.pointee.frame, into: &out, &responder)
             swap(&out, &output)
-            a.frame.withUnsafeBytes { record(c, a.method, $0, receivedAt: a.receivedAt) }
+            a.pointee.frame.withUnsafeBytes { record(c, a.pointee.address.method, $0, receivedAt: a.pointee.address.receivedAt) }
+        }
         }
         if let c = run { deliver(c) }
         for c in touched { finishIO(c) }

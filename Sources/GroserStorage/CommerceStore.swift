@@ -77,11 +77,57 @@ public struct CartLineRecord: Sendable, Hashable {
     public var productUID: String
     public var quantity: UInt32
     public var seenPriceMinorUnits: Int64
-    public init(productUID: String, quantity: UInt32, seenPriceMinorUnits: Int64) {
+    /// The product as the shard that holds the line last found it, while
+    /// that is still good (`ProductSlot.isValid`): the line reads its
+    /// product without looking its uid up. Memory only: never stored, and
+    /// not part of the line's value (equality and hashing leave it out).
+    public var slot: ProductSlot?
+
+    public init(productUID: String, quantity: UInt32, seenPriceMinorUnits: Int64, slot: ProductSlot? = nil) {
         self.productUID = productUID
         self.quantity = quantity
         self.seenPriceMinorUnits = seenPriceMinorUnits
+        self.slot = slot
     }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.productUID == b.productUID && a.quantity == b.quantity && a.seenPriceMinorUnits == b.seenPriceMinorUnits
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(productUID)
+        h.combine(quantity)
+        h.combine(seenPriceMinorUnits)
+    }
+}
+
+/// A product as one customer shard's cache holds it, shared by reference
+/// with the cart lines that name it, so that showing a cart reads each
+/// line's product without a lookup by uid. The cache marks a slot invalid
+/// when a catalog change may have changed its product; a line with an
+/// invalid slot looks its product up again. Only the owning shard's thread
+/// touches a slot (hence @unchecked).
+public final class ProductSlot: @unchecked Sendable {
+    public let product: ProductRecord
+    public private(set) var isValid = true
+    /// The product's uid and name as a cart answer's line begins
+    /// (`EncodedCartLine.head`), written once; freed with the slot.
+    public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
+    private let storage: UnsafeMutableRawPointer
+    private let headCount: Int
+
+    public init(_ product: ProductRecord) {
+        self.product = product
+        let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name)
+        storage = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        headCount = bytes.count
+        bytes.withUnsafeBytes { if let b = $0.baseAddress { storage.copyMemory(from: b, byteCount: $0.count) } }
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The product may have changed: lines holding this slot look it up again.
+    public func invalidate() { isValid = false }
 }
 
 /// A stored answer to an idempotent request.

@@ -5,7 +5,8 @@ import GroserSystem
 import Testing
 
 /// A cart mutation's answer is written straight from the stored lines and
-/// their products (`CartRules.shown`, `ShownCart.body`), not from a `Cart`:
+/// their products (`CartRules.shown`, `ShownCart.body`; and from the lines'
+/// product slots, `CartRules.showEncoded` and `EncodedCartWriter`), not from a `Cart`:
 /// it must be the bytes of the cart a reference computation here shows
 /// (which `view` must equal too), and refuse the same carts.
 /// (`BodyEncoder.cart` of a `Cart` is checked against protobuf-c in
@@ -69,9 +70,34 @@ struct CartAnswerTests {
             let lookup: CartRules.Lookup = { catalog[$0] }
             let viewed: Result<Cart, Refusal> = Result { () throws(Refusal) in try Self.referenceView(cart, lookup) }
             let shown: Result<ShownCart, Refusal> = Result { () throws(Refusal) in try rules.shown(cart, storeUID: "s1", lookup) }
+            // A shard's lines hold their products' slots (none: not sold),
+            // and its answer is written from them (`showEncoded`).
+            var slotted = cart
+            for i in slotted.lines.indices { slotted.lines[i].slot = catalog[slotted.lines[i].productUID].map(ProductSlot.init) }
+            var encoded: [EncodedCartLine] = []
+            let encodedTotals = Result { () throws(Refusal) in try rules.showEncoded(slotted, into: &encoded) }
             switch (viewed, shown) {
             case (.success(let v), .success(let s)):
                 answered += 1
+                guard case .success(let totals) = encodedTotals else {
+                    Issue.record("seed \(seed): showEncoded refused \(encodedTotals)")
+                    return
+                }
+                #expect(totals.shown == v.lines.count && totals.subtotal == v.subtotal && totals.itemCount == v.itemCount)
+                let encodedBody = encoded.withUnsafeBufferPointer { lines in
+                    BodyEncoder.cart(storeUID: "s1", lines: lines, subtotalMinorUnits: totals.subtotal.minorUnits,
+                                     itemCount: totals.itemCount, currency: totals.subtotal.currency, version: cart.version)
+                }
+                #expect(encodedBody == BodyEncoder.cart(v), "seed \(seed): the encoded lines' body, \(v)")
+                let frameID: UInt64 = g.pick([1, 128, UInt64.max])
+                var frames: [UInt8] = [7]
+                encoded.withUnsafeBufferPointer { lines in
+                    BodyEncoder.appendCartFrame(to: &frames, id: frameID, field: .addItem, storeUID: "s1", lines: lines,
+                                                subtotalMinorUnits: totals.subtotal.minorUnits, itemCount: totals.itemCount,
+                                                currency: totals.subtotal.currency, version: cart.version)
+                }
+                #expect(frames == [7] + ResponseFrameWriter.okFrame(id: frameID, field: .addItem, body: BodyEncoder.cart(v)),
+                        "seed \(seed): the frame appended after what the buffer held")
                 #expect((try? rules.view(cart, storeUID: "s1", lookup)) == v, "seed \(seed): view")
                 #expect(s.body == BodyEncoder.cart(v), "seed \(seed): \(v)")
                 if s.body != BodyEncoder.cart(v) { return }
@@ -89,6 +115,11 @@ struct CartAnswerTests {
             case (.failure(let a), .failure(let b)):
                 refusedAlike += 1
                 #expect(a.status.code == b.status.code, "seed \(seed): \(a.status) against \(b.status)")
+                guard case .failure(let c) = encodedTotals else {
+                    Issue.record("seed \(seed): showEncoded answered a cart the view refuses")
+                    return
+                }
+                #expect(c.status.code == a.status.code, "seed \(seed): \(c.status) against \(a.status)")
             default:
                 Issue.record("seed \(seed): view \(viewed), shown \(shown)")
                 return

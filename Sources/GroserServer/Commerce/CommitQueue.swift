@@ -36,10 +36,14 @@ struct CommerceJob: Sendable {
         case inbox(CommitInbox, CommitInbox.Address)
         case call(@Sendable ([UInt8]) -> Void)
 
-        func callAsFunction(_ frame: [UInt8]) {
+        func callAsFunction(_ frame: [UInt8]) { self(frame[...]) }
+
+        /// A frame written among others in one buffer: the loop keeps the
+        /// slice (the buffer is shared, not copied, and freed with its last slice).
+        func callAsFunction(_ frame: ArraySlice<UInt8>) {
             switch self {
             case .inbox(let inbox, let address): inbox.post(frame, to: address)
-            case .call(let f): f(frame)
+            case .call(let f): f(Array(frame))
             }
         }
     }

@@ -64,8 +64,9 @@ public struct ConnectionStateMachine {
     public enum HeldAnswer {
         /// A cart request's answer, still at the commit queue.
         case awaiting
-        /// Encoded and ready to go.
-        case ready([UInt8])
+        /// Encoded and ready to go (a worker's answer is a slice of the
+        /// buffer its batch's answers were written into).
+        case ready(ArraySlice<UInt8>)
         /// A catalog request, answered when its turn comes, so it sees any
         /// catalog change an earlier request on this connection made.
         case later(Request, receivedAt: UInt64)
@@ -88,7 +89,14 @@ public struct ConnectionStateMachine {
     /// Encoded frames not yet written.
     public private(set) var output = OutputChunks()
     /// Answers held back behind an awaited one, in request order.
-    public private(set) var held: [(slot: UInt64, answer: HeldAnswer)] = []
+    public var held: ArraySlice<(slot: UInt64, answer: HeldAnswer)> { heldSlots[heldStart...] }
+    /// `held`'s storage: the answers released from the front are left
+    /// behind `heldStart` (emptied) until the rest are released, or until
+    /// they are the larger part (removing them at every release shifted
+    /// the rest, about 325 instructions a cart-add at P=16).
+    private var heldSlots: [(slot: UInt64, answer: HeldAnswer)] = []
+    private var heldStart = 0
+    private var heldCount: Int { heldSlots.count - heldStart }
     private var nextSlot: UInt64 = 0
     /// No more reading: the peer closed, or the stream is unusable; close
     /// once the owed answers are written.
@@ -118,7 +126,7 @@ public struct ConnectionStateMachine {
     /// Whether the loop should wait for the socket to take more output.
     public var wantsToWrite: Bool { pendingOutputBytes > 0 }
     /// The connection is finished: closing, nothing owed, nothing awaited.
-    public var isDone: Bool { closing && pendingOutputBytes == 0 && held.isEmpty }
+    public var isDone: Bool { closing && pendingOutputBytes == 0 && heldCount == 0 }
     /// Whether answers may be written straight to the socket, skipping `output`.
     public var mayWriteDirectly: Bool { pendingOutputBytes == 0 }
 
@@ -162,7 +170,7 @@ public struct ConnectionStateMachine {
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
                     to: &frame)
-                if held.isEmpty { out.append(contentsOf: frame) } else { _ = hold(.ready(frame)) }
+                if heldCount == 0 { out.append(contentsOf: frame) } else { _ = hold(.ready(frame[...])) }
                 closing = true
             }
             return error
@@ -182,7 +190,7 @@ public struct ConnectionStateMachine {
     @inline(__always)
     private mutating func answer<R: FrameResponder>(_ body: UnsafeRawBufferPointer, _ receivedAt: UInt64, _ responder: inout R,
                                                    into out: inout [UInt8]) {
-        if held.isEmpty {
+        if heldCount == 0 {
             if responder.answer(body, receivedAt: receivedAt, slot: nextSlot, into: &out) == .awaiting { _ = hold(.awaiting) }
         } else {
             // An earlier answer is awaited: this one waits its turn.
@@ -193,7 +201,7 @@ public struct ConnectionStateMachine {
     private mutating func hold(_ answer: HeldAnswer) -> UInt64 {
         let slot = nextSlot
         nextSlot += 1
-        held.append((slot, answer))
+        heldSlots.append((slot, answer))
         return slot
     }
 
@@ -204,7 +212,7 @@ public struct ConnectionStateMachine {
             pausedForOutput = true
             return true
         }
-        if held.count >= limits.maximumAwaitedAnswers {
+        if heldCount >= limits.maximumAwaitedAnswers {
             pausedForAnswers = true
             return true
         }
@@ -234,7 +242,7 @@ public struct ConnectionStateMachine {
             pausedForOutput = false
             resumed = true
         }
-        if pausedForAnswers && held.count < limits.maximumAwaitedAnswers / 2 {
+        if pausedForAnswers && heldCount < limits.maximumAwaitedAnswers / 2 {
             pausedForAnswers = false
             resumed = true
         }
@@ -249,7 +257,12 @@ public struct ConnectionStateMachine {
     /// Event: the answer awaited in `slot` came. Moves every answer now in
     /// order to the output, answering `later` requests as their turn comes.
     public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], _ responder: inout R) {
-        if let i = held.firstIndex(where: { $0.slot == slot }) { held[i].answer = .ready(frame) }
+        answerArrived(slot: slot, frame: frame[...], &responder)
+    }
+
+    /// `answerArrived`, the frame a slice of a larger buffer.
+    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: ArraySlice<UInt8>, _ responder: inout R) {
+        if let i = heldIndex(of: slot) { heldSlots[i].answer = .ready(frame) }
         releaseReadyIntoOutput(&responder)
     }
 
@@ -259,7 +272,13 @@ public struct ConnectionStateMachine {
     /// what is owed. `out` holds only this connection's bytes.
     public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], into out: inout [UInt8],
                                                           _ responder: inout R) {
-        if let i = held.firstIndex(where: { $0.slot == slot }) { held[i].answer = .ready(frame) }
+        answerArrived(slot: slot, frame: frame[...], into: &out, &responder)
+    }
+
+    /// `answerArrived(slot:frame:into:_:)`, the frame a slice of a larger buffer.
+    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: ArraySlice<UInt8>, into out: inout [UInt8],
+                                                          _ responder: inout R) {
+        if let i = heldIndex(of: slot) { heldSlots[i].answer = .ready(frame) }
         if pendingOutputBytes > 0 {
             releaseReadyIntoOutput(&responder)
         } else {
@@ -276,17 +295,38 @@ public struct ConnectionStateMachine {
 
     /// Moves the held answers that are ready, from the front, to `out`.
     private mutating func releaseReady<R: FrameResponder>(into out: inout [UInt8], _ responder: inout R) {
-        var done = 0
-        loop: while done < held.count {
-            switch held[done].answer {
-            case .awaiting: break loop
+        while heldStart < heldSlots.count {
+            if case .awaiting = heldSlots[heldStart].answer { return }
+            // Moved out (its frame or request goes with it), not copied.
+            var answer = HeldAnswer.awaiting
+            swap(&answer, &heldSlots[heldStart].answer)
+            switch consume answer {
+            case .awaiting: break
             case .ready(let f): out.append(contentsOf: f)
             case .later(let request, let receivedAt): responder.answer(held: request, receivedAt: receivedAt, into: &out)
             }
-            done += 1
+            heldStart += 1
+            if heldStart == heldSlots.count {
+                heldSlots.removeAll(keepingCapacity: true)
+                heldStart = 0
+                return
+            }
+            if heldStart >= 64 && heldStart * 2 >= heldSlots.count {
+                heldSlots.removeFirst(heldStart)
+                heldStart = 0
+            }
         }
-        // All of them (the usual case): no shifting of what is left.
-        if done == held.count { held.removeAll(keepingCapacity: true) } else { held.removeFirst(done) }
+    }
+
+    /// Where the held answer for `slot` is: slots are held in the order
+    /// they were given, one after the other, so it is found by subtraction.
+    private func heldIndex(of slot: UInt64) -> Int? {
+        guard heldStart < heldSlots.count else { return nil }
+        let first = heldSlots[heldStart].slot
+        if slot >= first, slot - first < UInt64(heldCount), heldSlots[heldStart + Int(slot - first)].slot == slot {
+            return heldStart + Int(slot - first)
+        }
+        return heldSlots[heldStart...].firstIndex { $0.slot == slot }
     }
 
     // MARK: Writing
@@ -328,7 +368,7 @@ public struct ConnectionStateMachine {
     /// owed before them (they never overtake one), the connection is
     /// closing, or its output is backed up (they wait, merged).
     public var mayPushWatchFrames: Bool {
-        watchesPending > 0 && held.isEmpty && !closing && pendingOutputBytes < limits.watchOutputLimit
+        watchesPending > 0 && heldCount == 0 && !closing && pendingOutputBytes < limits.watchOutputLimit
     }
 
     /// Appends the waiting watch frames `emit` writes to the output.
@@ -360,7 +400,7 @@ public struct ConnectionStateMachine {
         if stalledSince != 0 && pendingOutputBytes > 0 && now &- stalledSince > limits.slowReaderTimeout {
             return .notReading(pendingBytes: pendingOutputBytes)
         }
-        if limits.idleTimeout > 0 && !watching && held.isEmpty && pendingOutputBytes == 0 && now &- lastProgress > limits.idleTimeout {
+        if limits.idleTimeout > 0 && !watching && heldCount == 0 && pendingOutputBytes == 0 && now &- lastProgress > limits.idleTimeout {
             return .idle
         }
         return nil
@@ -375,7 +415,7 @@ public struct ConnectionStateMachine {
         guard !closing else { return }
         var frame: [UInt8] = []
         ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
-        if held.isEmpty { output.append(frame) } else { _ = hold(.ready(frame)) }
+        if heldCount == 0 { output.append(frame) } else { _ = hold(.ready(frame[...])) }
         closing = true
     }
 }

@@ -161,31 +161,38 @@ public struct CartRules: Sendable {
     /// shard keeps one, so showing a cart allocates nothing), and its totals.
     public func show(_ cart: borrowing StoredCart, _ lookup: Lookup,
                      into lines: inout [ShownLine]) throws(Refusal) -> (subtotal: Money, itemCount: UInt32) {
-        var subtotal: Int64 = 0
-        var items: UInt32 = 0
-        var currency: String?
+        var totals = ShownTotals()
         try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
             for i in stored.indices {
                 guard let p = lookup(stored[i].productUID) else { continue }
-                let price = p.price
-                if currency == nil { currency = price.currency }
-                guard currency == price.currency else {
-                    throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(price.currency)).")
-                }
-                let quantity = stored[i].quantity
-                let (total, overflow) = price.minorUnits.multipliedReportingOverflow(by: Int64(quantity))
-                let (sum, overflow2) = subtotal.addingReportingOverflow(total)
-                guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
-                subtotal = sum
-                let (count, overflow3) = items.addingReportingOverflow(quantity)
-                guard !overflow3 else {
-                    throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
-                }
-                items = count
+                let total = try totals.add(p.price, stored[i].quantity)
                 lines.append(ShownLine(record: stored[i], product: p, total: total))
             }
         }
-        return (Money(minorUnits: subtotal, currency: currency ?? defaultCurrency), items)
+        return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items)
+    }
+
+    /// `show` for a cart whose lines hold their products' slots (a shard
+    /// refreshed them: a line without one is of a product the catalog no
+    /// longer has, and is not shown): each shown line appended to `lines`
+    /// as the answer's writer reads it, its uid and name already encoded.
+    /// Returns the totals and how many lines were shown.
+    public func showEncoded(_ cart: borrowing StoredCart, into lines: inout [EncodedCartLine]) throws(Refusal)
+        -> (subtotal: Money, itemCount: UInt32, shown: Int) {
+        let before = lines.count
+        var totals = ShownTotals()
+        try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
+            for i in stored.indices {
+                guard let slot = stored[i].slot else { continue }
+                let p = slot.product
+                let price = p.price
+                let total = try totals.add(price, stored[i].quantity)
+                lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: price.minorUnits, quantity: stored[i].quantity,
+                                             totalMinorUnits: total, seenPriceMinorUnits: stored[i].seenPriceMinorUnits,
+                                             outOfStock: p.stock == 0))
+            }
+        }
+        return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items, lines.count - before)
     }
 
     /// Drops from `lines` those not among `shown` (the lines of products
@@ -292,6 +299,31 @@ public struct CartRules: Sendable {
         let v = m.minorUnits.magnitude
         let cents = v % 100
         return "\(sign)\(v / 100).\(cents < 10 ? "0" : "")\(cents) \(m.currency)"
+    }
+}
+
+/// A shown cart's running totals, in checked arithmetic, and its one currency.
+private struct ShownTotals {
+    var subtotal: Int64 = 0
+    var items: UInt32 = 0
+    var currency: String?
+
+    /// Adds a line; returns its total (the price times the quantity).
+    mutating func add(_ price: Money, _ quantity: UInt32) throws(Refusal) -> Int64 {
+        if currency == nil { currency = price.currency }
+        guard currency == price.currency else {
+            throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(price.currency)).")
+        }
+        let (total, overflow) = price.minorUnits.multipliedReportingOverflow(by: Int64(quantity))
+        let (sum, overflow2) = subtotal.addingReportingOverflow(total)
+        guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
+        subtotal = sum
+        let (count, overflow3) = items.addingReportingOverflow(quantity)
+        guard !overflow3 else {
+            throw Refusal(.failedPrecondition, "The cart would hold more than \(UInt32.max) items, more than a cart can count.")
+        }
+        items = count
+        return total
     }
 }
 

@@ -212,10 +212,11 @@ public final class CustomerService: Sendable {
     }
 
     private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
+        // The job is moved into the ShardJob (a copy retained its strings).
         let token = job.request.method.sessionToken ?? ""
-        guard !token.isEmpty else { return (shards[0], ShardJob(job: job, key: nil)) }
+        guard !token.isEmpty else { return (shards[0], ShardJob(job: consume job, key: nil)) }
         let key = keys.key(for: token)
-        return (shards[key.shard(of: shards.count)], ShardJob(job: job, key: key))
+        return (shards[key.shard(of: shards.count)], ShardJob(job: consume job, key: key))
     }
 
     /// Stops the shards once their batches in progress are durable and

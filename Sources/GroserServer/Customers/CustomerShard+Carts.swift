@@ -10,6 +10,7 @@ extension CustomerShard {
     /// (nil: none, the version alone moves on).
     func mutate(_ field: MethodField, _ id: UInt64, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                 _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, _ tx: (any CommerceTransaction)?,
+                product requested: String? = nil,
                 decide: (borrowing StoredCart, CartRules.Lookup) throws(Refusal) -> CartEdit?) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
         // the state changes below, made the carts dictionary copy on write.
@@ -23,7 +24,7 @@ extension CustomerShard {
         let print = m.idempotencyKey.isEmpty ? "" : "\(field.methodName)|\(m.storeUID)|\(m.expectedVersion)|\(fingerprint())"
         if let replay = try replay(key, m.idempotencyKey, print, now) { return replay }
         let rules = context.rules
-        let look = lookup(tx)
+        let look = lookup()
         // The rule reads a reference to the stored lines, dropped before
         // the edit is made in place (a copy kept alive made the edit copy them).
         // The cart's place in its holder's carts is found once (each
@@ -31,6 +32,9 @@ extension CustomerShard {
         var found = withSession(at: holder) { s in s.carts.index(forKey: m.storeUID) }
         var cart = found.map { c in withSession(at: holder) { s in s.carts.values[c] } } ?? StoredCart()
         try rules.checkVersion(cart, expected: m.expectedVersion)
+        // The requested product's line, when the cart has one with a good
+        // slot, answers the rule's lookup (no hashing of the uid).
+        if let requested, let slot = Self.validSlot(of: requested, in: cart) { remember(slot, for: requested) }
         let edit = try decide(cart, look)
         cart = StoredCart()
         try checkLookups()
@@ -47,19 +51,21 @@ extension CustomerShard {
             return (Self.apply(edit, to: &s.carts.values[place]), s.lastActiveUnix)
         }
         // The cart as shown, into the shard's buffer of lines: current
-        // prices, and no line of a product the catalog no longer has
-        // (those go with this change).
-        var lines: [ShownLine] = []
-        swap(&lines, &shownLines)
-        defer { lines.removeAll(keepingCapacity: true); shownLines = lines }
-        let totals: (subtotal: Money, itemCount: UInt32)
+        // prices, read through each line's product slot (looked up again
+        // only where it is missing or stale), and no line of a product the
+        // catalog no longer has (those go with this change).
+        var lines: [EncodedCartLine] = []
+        swap(&lines, &encodedLines)
+        defer { lines.removeAll(keepingCapacity: true); encodedLines = lines }
+        let totals: (subtotal: Money, itemCount: UInt32, shown: Int)
         let version: UInt64
         let stored: Int
         do {
-            (totals, version, stored) = try withSession(at: holder) { (s) throws(Refusal) in
-                (try rules.show(s.carts.values[place], look, into: &lines), s.carts.values[place].version, s.carts.values[place].lines.count)
-            }
+            withSession(at: holder) { s in refreshSlots(&s.carts.values[place].lines) }
             try checkLookups()
+            (totals, version, stored) = try withSession(at: holder) { (s) throws(Refusal) in
+                (try rules.showEncoded(s.carts.values[place], into: &lines), s.carts.values[place].version, s.carts.values[place].lines.count)
+            }
         } catch {
             withSession(at: holder) { s in
                 if created { s.carts[m.storeUID] = nil } else { s.carts.values[place].revert(undo) }
@@ -67,39 +73,60 @@ extension CustomerShard {
             }
             throw error
         }
-        if lines.count < stored || shared != nil || edit == nil || edit == .clear {
+        // One line's change, unless lines were dropped or the store keeps
+        // whole carts (or the edit was none, or a clear).
+        let change = totals.shown < stored || shared != nil ? nil : withSession(at: holder) { s in
+            s.carts.values[place].lineChange(undoing: undo)
+        }
+        if let change {
+            batch.records.append(.cartLine(holderKey, storeUID: m.storeUID, change, atUnix: now))
+            batch.undo.append(.edit(holderKey, storeUID: m.storeUID, undo, created: created, lastActiveUnix: lastActive))
+        } else {
             // Logged as the whole cart: lines dropped, or a store that
             // keeps whole carts, or no one line changed.
             let (before, after) = withSession(at: holder) { s in
                 var before = s.carts.values[place]
                 before.revert(undo)
-                CartRules.keepShown(&s.carts.values[place].lines, lines)
+                s.carts.values[place].lines.removeAll { $0.slot == nil }
                 return (before, s.carts.values[place])
             }
             batch.records.append(.cart(holderKey, storeUID: m.storeUID, after, atUnix: now))
             batch.undo.append(.cart(holderKey, storeUID: m.storeUID, created ? nil : before, lastActiveUnix: lastActive))
-        } else {
-            let change = withSession(at: holder) { s in s.carts.values[place].lineChange(after: edit!, undo)! }
-            batch.records.append(.cartLine(holderKey, storeUID: m.storeUID, change, atUnix: now))
-            batch.undo.append(.edit(holderKey, storeUID: m.storeUID, undo, created: created, lastActiveUnix: lastActive))
         }
         if m.idempotencyKey.isEmpty && !bodiesWanted {
-            // The whole response frame at once, the body written in place:
+            // The whole response frame, into the batch's buffer of frames:
             // the body alone, then the frame around it, were two
-            // allocations and a copy (see SideAnswer).
-            batch.side = .frame(BodyEncoder.cartFrame(id: id, field: field, storeUID: m.storeUID, lines: lines,
-                                                      subtotal: totals.subtotal, itemCount: totals.itemCount,
-                                                      currency: totals.subtotal.currency, version: version))
+            // allocations and a copy, and a frame of its own one more (see SideAnswer).
+            let start = batch.frames.count
+            lines.withUnsafeBufferPointer { lines in
+                BodyEncoder.appendCartFrame(to: &batch.frames, id: id, field: field, storeUID: m.storeUID, lines: lines,
+                                            subtotalMinorUnits: totals.subtotal.minorUnits, itemCount: totals.itemCount,
+                                            currency: totals.subtotal.currency, version: version)
+            }
+            batch.side = .frame(start..<batch.frames.count)
             return .ok(field, [])
         }
-        let body = BodyEncoder.cart(storeUID: m.storeUID, lines: lines, subtotal: totals.subtotal, itemCount: totals.itemCount,
-                                    currency: totals.subtotal.currency, version: version)
+        let body = lines.withUnsafeBufferPointer { lines in
+            BodyEncoder.cart(storeUID: m.storeUID, lines: lines, subtotalMinorUnits: totals.subtotal.minorUnits,
+                             itemCount: totals.itemCount, currency: totals.subtotal.currency, version: version)
+        }
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
     }
 
+    /// The slot of `uid`'s line in `cart`, when it has one still valid.
+    private static func validSlot(of uid: String, in cart: borrowing StoredCart) -> ProductSlot? {
+        cart.lines.withUnsafeBufferPointer { b in
+            for i in b.indices where b[i].productUID == uid {
+                guard let slot = b[i].slot, slot.isValid else { return nil }
+                return slot
+            }
+            return nil
+        }
+    }
+
     /// `edit` made in place (nil: the version alone moves on).
-    private static func apply(_ edit: CartEdit?, to cart: inout StoredCart) -> CartUndo {
+    private static func apply(_ edit: consuming CartEdit?, to cart: inout StoredCart) -> CartUndo {
         if let edit { return cart.apply(edit) }
         defer { cart.version &+= 1 }
         return CartUndo(version: cart.version, step: .lines(cart.lines))

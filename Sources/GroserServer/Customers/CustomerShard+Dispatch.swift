@@ -50,7 +50,7 @@ extension CustomerShard {
             let (_, _, key, session) = try cartHolder(key)
             try checkStore(storeUID, catalog)
             guard let cart = session.carts[storeUID] else { return .ok(.getCart, BodyEncoder.cart(rules.emptyCart(storeUID))) }
-            let look = lookup(tx)
+            let look = lookup()
             let shown = try rules.view(cart, storeUID: storeUID, look)
             try checkLookups()
             // Lines of products the catalog no longer sells (a replacing
@@ -76,11 +76,11 @@ extension CustomerShard {
             return .ok(.getCart, BodyEncoder.cart(shown))
 
         case .addItem(let m, let product, let quantity):
-            return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
+            return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, tx, product: product) { cart, look throws(Refusal) in
                 try rules.addEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .setQuantity(let m, let product, let quantity):
-            return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx) { cart, look throws(Refusal) in
+            return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, tx, product: product) { cart, look throws(Refusal) in
                 try rules.setQuantityEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
             }
         case .removeItem(let m, let product):

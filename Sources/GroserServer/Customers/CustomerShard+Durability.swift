@@ -18,6 +18,9 @@ extension CustomerShard {
         var soldOut = false
         /// What the request being run answers besides its outcome.
         var side: SideAnswer?
+        /// The batch's answer frames, written one after the other (a new
+        /// buffer each batch: the loops keep slices of it).
+        var frames: [UInt8] = []
 
         /// Empty again, its arrays' room kept for the next batch.
         mutating func clear() {
@@ -25,16 +28,17 @@ extension CustomerShard {
             records.removeAll(keepingCapacity: true)
             soldOut = false
             side = nil
+            frames = []
         }
     }
 
     /// A request's answer beyond its `CommerceOutcome`: an account step's
-    /// answer, or a cart mutation's whole response frame, written in one
-    /// allocation with its body (its outcome then carries no body). Kept
-    /// beside the outcomes, so a batch that fails drops them with them.
+    /// answer, or where in `Batch.frames` a cart mutation wrote its whole
+    /// response frame (its outcome then carries no body). Kept beside the
+    /// outcomes, so a batch that fails drops them with them.
     enum SideAnswer {
         case step(AccountStepAnswer)
-        case frame([UInt8])
+        case frame(Range<Int>)
     }
 
     /// What a change replaced.
@@ -85,6 +89,8 @@ extension CustomerShard {
         do {
             if needsDatabase {
                 try context.orders.write { (tx) throws(StorageError) in
+                    readThrough(tx)
+                    defer { readThrough(nil) }
                     for i in jobs.indices {
                         outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
                         sides.append(batch.side.take())
@@ -146,6 +152,7 @@ extension CustomerShard {
                 // Locking every cart-add's product serialized all batches
                 // naming one product, on every host, behind each commit.
                 let tx: (any CommerceTransaction)? = needsDatabase ? shared.transaction : nil
+                readThrough(tx)
                 for i in jobs.indices {
                     outcomes.append(handle(jobs.baseAddress! + i, catalog, now, &batch, tx))
                     sides.append(batch.side.take())

@@ -78,7 +78,7 @@ extension CustomerShard {
         } else {
             runLogged(jobs, catalog, now, &batch, &outcomes, &sides)
         }
-        lookupTx = nil
+        readThrough(nil)
         // Every request's session was used, answered or refused; a run of
         // one session's requests (a pipelining client) sets it once.
         var last: SessionKey?
@@ -92,6 +92,28 @@ extension CustomerShard {
         if batch.soldOut {
             // Watchers hear of the sold-out product after the answers are queued.
             do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
+        }
+        // Every answer of the batch is written into one buffer first, then
+        // each goes to its loop as a slice of it (written after the first
+        // slice went, the buffer would be copied): one allocation a batch.
+        var frames: [UInt8] = []
+        swap(&frames, &batch.frames)
+        frames.reserveCapacity(frames.count + 64 * jobs.count)
+        var placed: [Range<Int>] = []
+        placed.reserveCapacity(jobs.count)
+        for i in jobs.indices {
+            let start = frames.count
+            guard jobs[i].step == nil else { placed.append(start..<start); continue }
+            if case .ok = outcomes[i], case .frame(let range)? = sides[i] {
+                placed.append(range)
+                continue
+            }
+            let id = jobs[i].job.request.id
+            switch outcomes[i] {
+            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frames)
+            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frames)
+            }
+            placed.append(start..<frames.count)
         }
         for i in jobs.indices {
             let outcome = outcomes[i]
@@ -107,18 +129,7 @@ extension CustomerShard {
                 }
                 continue
             }
-            if case .ok = outcome, case .frame(let frame)? = sides[i].take() {
-                jobs[i].job.reply(frame)
-                continue
-            }
-            let id = jobs[i].job.request.id
-            switch outcome {
-            case .ok(let field, let body): jobs[i].job.reply(ResponseFrameWriter.okFrame(id: id, field: field, body: body))
-            case .failed(let status):
-                var frame: [UInt8] = []
-                ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
-                jobs[i].job.reply(frame)
-            }
+            jobs[i].job.reply(frames[placed[i]])
         }
         if batch.soldOut { context.catalog.announce() }
         if !batch.records.isEmpty {

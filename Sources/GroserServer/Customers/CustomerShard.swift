@@ -40,16 +40,18 @@ final class CustomerShard: @unchecked Sendable {
     /// `lookup`'s closure: the shard's thread only, one request at a time.
     lazy var productLookup: CartRules.Lookup = { [unowned(unsafe) self] uid in product(uid) }
     @exclusivity(unchecked) var lookupTx: (any CommerceTransaction)?
+    /// Whether `lookupTx` is set (+Products).
+    @exclusivity(unchecked) var readsThroughTransaction = false
     @exclusivity(unchecked) var lookupFailure: StorageError?
     // A request asks for its product twice (the rule, then the cart shown):
     // the first answer is kept and compared in place (binding an optional
     // tuple copied and destroyed its strings at every call).
     @exclusivity(unchecked) var lastKnown = false
     @exclusivity(unchecked) var lastUID = ""
-    @exclusivity(unchecked) var lastProduct: ProductRecord?
+    @exclusivity(unchecked) var lastSlot: ProductSlot?
     /// The lines of the cart a mutation answers with, kept between
     /// requests so that showing a cart allocates nothing (+Carts).
-    @exclusivity(unchecked) var shownLines: [ShownLine] = []
+    @exclusivity(unchecked) var encodedLines: [EncodedCartLine] = []
     /// The last batch's arrays, kept for the next (+Runner).
     @exclusivity(unchecked) var spareBatch = Batch()
 

@@ -4,11 +4,13 @@ import GroserWire
 /// What a shard knows of products, read from the catalog's store on first
 /// use and dropped, by shelf, when a catalog change re-encodes that shelf
 /// (the change path publishes every change before its writer answers, so
-/// the next batch sees it). Owned by one shard's thread; bounded.
+/// the next batch sees it). Owned by one shard's thread; bounded. Each
+/// product is held in a `ProductSlot` that cart lines keep: a slot dropped
+/// from the cache is marked invalid, so the lines that hold it look again.
 struct ProductCache {
     /// The product alone: a shelf's products are in `byShelf` (an entry
     /// with the shelf's uid retained and released it at every lookup).
-    private var products: [String: ProductRecord] = [:]
+    private var products: [String: ProductSlot] = [:]
     private var byShelf: [String: [String]] = [:]
     /// Products not in the catalog, so a client asking for a missing uid
     /// again and again costs one lookup per change, not one per request.
@@ -23,7 +25,10 @@ struct ProductCache {
     }
 
     /// The product, or nil when the catalog has none with this uid.
-    mutating func product(_ uid: String) throws(StorageError) -> ProductRecord? {
+    mutating func product(_ uid: String) throws(StorageError) -> ProductRecord? { try slot(uid)?.product }
+
+    /// `product`, as the slot lines keep.
+    mutating func slot(_ uid: String) throws(StorageError) -> ProductSlot? {
         if let p = products[uid] { return p }
         if missing.contains(uid) { return nil }
         lookups += 1
@@ -32,14 +37,15 @@ struct ProductCache {
             missing.insert(uid)
             return nil
         }
-        products[uid] = p
+        let slot = ProductSlot(p)
+        products[uid] = slot
         byShelf[shelf, default: []].append(uid)
-        return p
+        return slot
     }
 
     /// What the cache knows without a lookup: the product, `.some(nil)`
     /// when it is known not to exist, nil when unknown.
-    func known(_ uid: String) -> ProductRecord?? {
+    func known(_ uid: String) -> ProductSlot?? {
         if let p = products[uid] { return .some(p) }
         if missing.contains(uid) { return .some(nil) }
         return nil
@@ -51,17 +57,18 @@ struct ProductCache {
         if change.reloaded { return removeAll() }
         for store in change.stores {
             if store.shelfUIDs.isEmpty {
-                let gone = products.filter { $0.value.storeUID == store.storeUID }.map(\.key)
-                for uid in gone { products[uid] = nil }
+                let gone = products.filter { $0.value.product.storeUID == store.storeUID }.map(\.key)
+                for uid in gone { products.removeValue(forKey: uid)?.invalidate() }
                 continue
             }
             for shelf in store.shelfUIDs {
-                for uid in byShelf.removeValue(forKey: shelf) ?? [] { products[uid] = nil }
+                for uid in byShelf.removeValue(forKey: shelf) ?? [] { products.removeValue(forKey: uid)?.invalidate() }
             }
         }
     }
 
     mutating func removeAll() {
+        for slot in products.values { slot.invalidate() }
         products.removeAll()
         byShelf.removeAll()
         missing.removeAll()

@@ -10,7 +10,18 @@ final class CommitInbox: @unchecked Sendable {
     // `recycle`); the workers touch only `answers`, behind its lock.
     /// One answer: where it goes (the connection's descriptor and serial,
     /// its slot there) and what Stats counts of it.
-    typealias Answer = (fd: Int32, serial: UInt64, slot: UInt64, frame: [UInt8], method: MethodField?, receivedAt: UInt64)
+    /// The frame is a slice of the buffer its batch's answers were written
+    /// into. A struct, not a tuple: a tuple's field read through a pointer
+    /// copied the whole tuple.
+    struct Answer {
+        let address: Address
+        let frame: ArraySlice<UInt8>
+        var fd: Int32 { address.fd }
+        var serial: UInt64 { address.serial }
+        var slot: UInt64 { address.slot }
+        var method: MethodField? { address.method }
+        var receivedAt: UInt64 { address.receivedAt }
+    }
 
     private let answers = Locked<[Answer]>([])
     /// The other array, swapped in when the loop takes the answers.
@@ -37,11 +48,11 @@ final class CommitInbox: @unchecked Sendable {
     }
 
     /// Called by a worker with a request's whole response frame.
-    func post(_ frame: [UInt8], to a: Address) {
+    func post(_ frame: ArraySlice<UInt8>, to a: Address) {
         // The loop takes the whole inbox when it wakes, so only the
         // answer that finds it empty needs to wake it.
         let first = answers.withLock { answers in
-            answers.append((a.fd, a.serial, a.slot, frame, a.method, a.receivedAt))
+            answers.append(Answer(address: a, frame: frame))
             return answers.count == 1
         }
         if first { wake() }

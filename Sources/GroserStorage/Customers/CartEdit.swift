@@ -34,9 +34,9 @@ extension StoredCart {
     /// Makes `edit` in place and moves the version on by one; returns what
     /// undoes it. The edit must come from a rule that read this cart (an
     /// index within its lines).
-    public mutating func apply(_ edit: CartEdit) -> CartUndo {
+    public mutating func apply(_ edit: consuming CartEdit) -> CartUndo {
         let undo: CartUndo.Step
-        switch edit {
+        switch consume edit {
         case .quantity(let i, let q):
             undo = .quantity(at: i, lines[i].quantity)
             lines[i].quantity = q
@@ -65,16 +65,16 @@ extension StoredCart {
         }
     }
 
-    /// The log's line change for an edit just applied (`undo` is what
-    /// `apply` returned): nil for `clear`, which is logged as the whole cart.
-    public func lineChange(after edit: CartEdit, _ undo: CartUndo) -> CartLineChange? {
-        switch edit {
+    /// The log's line change for the edit just applied, read from what
+    /// undoes it (what `apply` returned): nil for a clear, which is logged
+    /// as the whole cart.
+    public func lineChange(undoing undo: CartUndo) -> CartLineChange? {
+        switch undo.step {
         case .quantity(let i, _): return CartLineChange(version: version, line: lines[i])
-        case .append(let line): return CartLineChange(version: version, line: line)
-        case .remove:
-            guard case .insert(let gone, _) = undo.step else { return nil }
+        case .removeLast: return CartLineChange(version: version, line: lines[lines.count - 1])
+        case .insert(let gone, _):
             return CartLineChange(version: version, productUID: gone.productUID, quantity: 0, seenPriceMinorUnits: 0)
-        case .clear: return nil
+        case .lines: return nil
         }
     }
 }
