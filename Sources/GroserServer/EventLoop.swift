@@ -303,7 +303,12 @@ final class EventLoop: @unchecked Sendable {
             var responder = LoopResponder(loop: self, connection: c, dispatcher: dispatcher)
             c.machine.answerArrived(slot: a.pointee.address.slot, frame: a.pointee.frame, into: &out, &responder)
             swap(&out, &output)
-            a.pointee.frame.withUnsafeBytes { record(c, a.pointee.address.method, $0, receivedAt: a.pointee.address.receivedAt) }
+            if let status = a.pointee.status, logger.level != .debug {
+                counters.record(loop: index, method: a.pointee.address.method, status: status,
+                                nanoseconds: monotonicNanoseconds() &- a.pointee.address.receivedAt)
+            } else {
+                a.pointee.frame.withUnsafeBytes { record(c, a.pointee.address.method, $0, receivedAt: a.pointee.address.receivedAt) }
+            }
         }
         }
         if let c = run { deliver(c) }

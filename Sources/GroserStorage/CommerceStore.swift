@@ -109,7 +109,9 @@ public struct CartLineRecord: Sendable, Hashable {
 /// touches a slot (hence @unchecked).
 public final class ProductSlot: @unchecked Sendable {
     public let product: ProductRecord
-    public private(set) var isValid = true
+    // Not checked for exclusivity at run time (a check on every line's
+    // read): only the owning shard's thread touches it.
+    @exclusivity(unchecked) public private(set) var isValid = true
     /// The product's uid and name as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
     public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }

@@ -15,15 +15,31 @@ public struct EncodedCartLine {
     /// The price the customer last saw.
     public var seenPriceMinorUnits: Int64
     public var outOfStock: Bool
+    /// The CartLine message's size (without its own tag and length),
+    /// measured once for the writer's two passes.
+    let size: Int
 
+    /// A line whose money is in `currency` (every line of a cart is in the cart's).
     public init(head: UnsafeRawBufferPointer, unitPriceMinorUnits: Int64, quantity: UInt32, totalMinorUnits: Int64,
-                seenPriceMinorUnits: Int64, outOfStock: Bool) {
+                seenPriceMinorUnits: Int64, outOfStock: Bool, currency: String) {
         self.head = head
         self.unitPriceMinorUnits = unitPriceMinorUnits
         self.quantity = quantity
         self.totalMinorUnits = totalMinorUnits
         self.seenPriceMinorUnits = seenPriceMinorUnits
         self.outOfStock = outOfStock
+        typealias Line = CartBodyWriter.LineField
+        let currencyField = CartBodyWriter.stringFieldSize(CartBodyWriter.MoneyField.currency, currency)
+        var n = head.count
+        n += ProtoWriter.lengthDelimitedFieldSize(Line.unitPrice, EncodedCartWriter.moneySize(unitPriceMinorUnits, currencyField))
+        n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
+        n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, EncodedCartWriter.moneySize(totalMinorUnits, currencyField))
+        if seenPriceMinorUnits != unitPriceMinorUnits {
+            n += ProtoWriter.varintFieldSize(Line.priceChanged, 1)
+            n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, EncodedCartWriter.moneySize(seenPriceMinorUnits, currencyField))
+        }
+        if outOfStock { n += ProtoWriter.varintFieldSize(Line.outOfStock, 1) }
+        size = n
     }
 
     /// The head of a line for this product: its uid and name fields.
@@ -43,103 +59,110 @@ extension BodyEncoder {
     public static func appendCartFrame(to out: inout [UInt8], id: UInt64, field: MethodField, storeUID: String,
                                        lines: UnsafeBufferPointer<EncodedCartLine>, subtotalMinorUnits: Int64,
                                        itemCount: UInt32, currency: String, version: UInt64) {
-        EncodedCartWriter(storeUID: storeUID, lines: lines, subtotal: subtotalMinorUnits, itemCount: itemCount,
-                          currency: currency, version: version).append(to: &out, frame: (id, field))
+        let w = EncodedCartWriter(storeUID: storeUID, lines: lines, subtotal: subtotalMinorUnits, itemCount: itemCount,
+                                  currency: currency, version: version)
+        let total = w.frameSize(id: id, field: field)
+        withUnsafeTemporaryAllocation(byteCount: total, alignment: 1) { buffer in
+            let written = w.writeFrame(id: id, field: field, into: buffer.baseAddress!)
+            precondition(written == total, "EncodedCartWriter: \(written) bytes written, \(total) sized")
+            out.append(contentsOf: UnsafeRawBufferPointer(buffer))
+        }
     }
 
     /// The CartResponse body alone, for the same parts.
     public static func cart(storeUID: String, lines: UnsafeBufferPointer<EncodedCartLine>, subtotalMinorUnits: Int64,
                             itemCount: UInt32, currency: String, version: UInt64) -> [UInt8] {
-        var out: [UInt8] = []
-        EncodedCartWriter(storeUID: storeUID, lines: lines, subtotal: subtotalMinorUnits, itemCount: itemCount,
-                          currency: currency, version: version).append(to: &out, frame: nil)
-        return out
+        let w = EncodedCartWriter(storeUID: storeUID, lines: lines, subtotal: subtotalMinorUnits, itemCount: itemCount,
+                                  currency: currency, version: version)
+        return [UInt8](unsafeUninitializedCapacity: w.bodySize) { buffer, count in
+            count = w.writeBody(into: UnsafeMutableRawPointer(buffer.baseAddress!))
+            precondition(count == w.bodySize, "EncodedCartWriter: \(count) bytes written, \(w.bodySize) sized")
+        }
     }
 }
 
-/// Sizes, then writes, a CartResponse from encoded lines.
-struct EncodedCartWriter {
+/// Sizes, then writes, a CartResponse (or its whole OK frame) from encoded
+/// lines, straight into memory the caller sized with `frameSize`.
+public struct EncodedCartWriter {
     typealias Field = CartBodyWriter.CartField
     typealias Line = CartBodyWriter.LineField
     typealias MoneyField = CartBodyWriter.MoneyField
 
-    let storeUID: String
     let lines: UnsafeBufferPointer<EncodedCartLine>
-    let subtotal: Int64
-    let itemCount: UInt32
-    let currency: String
-    let version: UInt64
+    /// The cart's own fields.
+    let cart: (storeUID: String, subtotal: Int64, itemCount: UInt32, currency: String, version: UInt64)
+    /// The size of the Cart message, and of the CartResponse around it.
+    let cartSize: Int
+    public let bodySize: Int
 
-    /// The currency's field inside a Money message, its size.
-    private var currencyFieldSize: Int { CartBodyWriter.stringFieldSize(MoneyField.currency, currency) }
-
-    private func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
-        ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
+    public init(storeUID: String, lines: UnsafeBufferPointer<EncodedCartLine>, subtotal: Int64, itemCount: UInt32,
+                currency: String, version: UInt64) {
+        self.lines = lines
+        cart = (storeUID, subtotal, itemCount, currency, version)
+        let currencyField = CartBodyWriter.stringFieldSize(MoneyField.currency, currency)
+        var n = CartBodyWriter.stringFieldSize(Field.storeUID, storeUID)
+        for i in lines.indices { n += ProtoWriter.lengthDelimitedFieldSize(Field.lines, lines[i].size) }
+        n += ProtoWriter.lengthDelimitedFieldSize(Field.subtotal, Self.moneySize(subtotal, currencyField))
+        n += ProtoWriter.varintFieldSize(Field.itemCount, UInt64(itemCount))
+        n += CartBodyWriter.stringFieldSize(Field.currency, currency)
+        n += ProtoWriter.varintFieldSize(Field.version, version)
+        cartSize = n
+        bodySize = ProtoWriter.lengthDelimitedFieldSize(CartBodyWriter.responseCart, n)
     }
 
-    private func lineSize(_ l: EncodedCartLine, _ currencyField: Int) -> Int {
-        var n = l.head.count
-        n += ProtoWriter.lengthDelimitedFieldSize(Line.unitPrice, moneySize(l.unitPriceMinorUnits, currencyField))
-        n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(l.quantity))
-        n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, moneySize(l.totalMinorUnits, currencyField))
-        if l.seenPriceMinorUnits != l.unitPriceMinorUnits {
-            n += ProtoWriter.varintFieldSize(Line.priceChanged, 1)
-            n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, moneySize(l.seenPriceMinorUnits, currencyField))
-        }
-        if l.outOfStock { n += ProtoWriter.varintFieldSize(Line.outOfStock, 1) }
-        return n
+    /// The whole OK response frame's size.
+    public func frameSize(id: UInt64, field: MethodField) -> Int {
+        ResponseFrameWriter.okFrameSize(id: id, field: field, bodyLength: bodySize)
     }
 
-    func append(to out: inout [UInt8], frame: (id: UInt64, field: MethodField)?) {
-        let currencyField = currencyFieldSize
-        var cartSize = CartBodyWriter.stringFieldSize(Field.storeUID, storeUID)
-        for i in lines.indices { cartSize += ProtoWriter.lengthDelimitedFieldSize(Field.lines, lineSize(lines[i], currencyField)) }
-        cartSize += ProtoWriter.lengthDelimitedFieldSize(Field.subtotal, moneySize(subtotal, currencyField))
-        cartSize += ProtoWriter.varintFieldSize(Field.itemCount, UInt64(itemCount))
-        cartSize += CartBodyWriter.stringFieldSize(Field.currency, currency)
-        cartSize += ProtoWriter.varintFieldSize(Field.version, version)
-        let bodySize = ProtoWriter.lengthDelimitedFieldSize(CartBodyWriter.responseCart, cartSize)
-        let total = frame.map { ResponseFrameWriter.okFrameSize(id: $0.id, field: $0.field, bodyLength: bodySize) } ?? bodySize
-        var currency = currency
-        var storeUID = storeUID
-        currency.withUTF8 { currencyBytes in storeUID.withUTF8 { storeBytes in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { buffer in
-                var w = CartBodyWriter.Cursor(buffer.baseAddress!)
-                if let frame {
-                    w.written = ResponseFrameWriter.writeOKHeader(id: frame.id, field: frame.field, bodyLength: bodySize,
-                                                                  into: UnsafeMutableRawPointer(buffer.baseAddress!))
+    /// Writes the whole OK response frame at `p`; returns the bytes written.
+    public func writeFrame(id: UInt64, field: MethodField, into p: UnsafeMutableRawPointer) -> Int {
+        let header = ResponseFrameWriter.writeOKHeader(id: id, field: field, bodyLength: bodySize, into: p)
+        return header + writeBody(into: p + header)
+    }
+
+    /// Writes the CartResponse body at `p`; returns the bytes written.
+    public func writeBody(into p: UnsafeMutableRawPointer) -> Int {
+        var currency = cart.currency
+        var storeUID = cart.storeUID
+        return currency.withUTF8 { currencyBytes in storeUID.withUTF8 { storeBytes in
+            let currencyField = currencyBytes.isEmpty ? 0 : ProtoWriter.lengthDelimitedFieldSize(MoneyField.currency, currencyBytes.count)
+            var w = CartBodyWriter.Cursor(p.assumingMemoryBound(to: UInt8.self))
+            w.header(CartBodyWriter.responseCart, cartSize)
+            w.bytes(Field.storeUID, storeBytes)
+            for i in lines.indices {
+                let l = lines.baseAddress! + i
+                w.header(Field.lines, l.pointee.size)
+                if l.pointee.head.count > 0 {
+                    (w.base + w.written).update(from: l.pointee.head.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                count: l.pointee.head.count)
+                    w.written += l.pointee.head.count
                 }
-                w.header(CartBodyWriter.responseCart, cartSize)
-                w.bytes(Field.storeUID, storeBytes)
-                for i in lines.indices {
-                    let l = lines[i]
-                    w.header(Field.lines, lineSize(l, currencyField))
-                    if l.head.count > 0 {
-                        (w.base + w.written).update(from: l.head.baseAddress!.assumingMemoryBound(to: UInt8.self), count: l.head.count)
-                        w.written += l.head.count
-                    }
-                    money(Line.unitPrice, l.unitPriceMinorUnits, currencyBytes, currencyField, &w)
-                    w.varintField(Line.quantity, UInt64(l.quantity))
-                    money(Line.lineTotal, l.totalMinorUnits, currencyBytes, currencyField, &w)
-                    if l.seenPriceMinorUnits != l.unitPriceMinorUnits {
-                        w.varintField(Line.priceChanged, 1)
-                        money(Line.previousPrice, l.seenPriceMinorUnits, currencyBytes, currencyField, &w)
-                    }
-                    if l.outOfStock { w.varintField(Line.outOfStock, 1) }
+                money(Line.unitPrice, l.pointee.unitPriceMinorUnits, currencyBytes, currencyField, &w)
+                w.varintField(Line.quantity, UInt64(l.pointee.quantity))
+                money(Line.lineTotal, l.pointee.totalMinorUnits, currencyBytes, currencyField, &w)
+                if l.pointee.seenPriceMinorUnits != l.pointee.unitPriceMinorUnits {
+                    w.varintField(Line.priceChanged, 1)
+                    money(Line.previousPrice, l.pointee.seenPriceMinorUnits, currencyBytes, currencyField, &w)
                 }
-                money(Field.subtotal, subtotal, currencyBytes, currencyField, &w)
-                w.varintField(Field.itemCount, UInt64(itemCount))
-                w.bytes(Field.currency, currencyBytes)
-                w.varintField(Field.version, version)
-                precondition(w.written == total, "EncodedCartWriter: \(w.written) bytes written, \(total) sized")
-                out.append(contentsOf: UnsafeBufferPointer(buffer))
+                if l.pointee.outOfStock { w.varintField(Line.outOfStock, 1) }
             }
+            money(Field.subtotal, cart.subtotal, currencyBytes, currencyField, &w)
+            w.varintField(Field.itemCount, UInt64(cart.itemCount))
+            w.bytes(Field.currency, currencyBytes)
+            w.varintField(Field.version, cart.version)
+            return w.written
         } }
     }
 
+    static func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
+        ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
+    }
+
+    @inline(__always)
     private func money(_ field: UInt32, _ minorUnits: Int64, _ currency: UnsafeBufferPointer<UInt8>, _ currencyField: Int,
                        _ w: inout CartBodyWriter.Cursor) {
-        w.header(field, moneySize(minorUnits, currencyField))
+        w.header(field, Self.moneySize(minorUnits, currencyField))
         w.varintField(MoneyField.minorUnits, UInt64(bitPattern: minorUnits))
         w.bytes(MoneyField.currency, currency)
     }

@@ -40,9 +40,10 @@ struct CommerceJob: Sendable {
 
         /// A frame written among others in one buffer: the loop keeps the
         /// slice (the buffer is shared, not copied, and freed with its last slice).
-        func callAsFunction(_ frame: ArraySlice<UInt8>) {
+        /// `status`, when given, is the frame's (the loop's Stats need not read it back).
+        func callAsFunction(_ frame: ArraySlice<UInt8>, status: StatusCode? = nil) {
             switch self {
-            case .inbox(let inbox, let address): inbox.post(frame, to: address)
+            case .inbox(let inbox, let address): inbox.post(frame, status: status, to: address)
             case .call(let f): f(Array(frame))
             }
         }

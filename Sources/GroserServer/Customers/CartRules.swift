@@ -189,7 +189,7 @@ public struct CartRules: Sendable {
                 let total = try totals.add(price, stored[i].quantity)
                 lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: price.minorUnits, quantity: stored[i].quantity,
                                              totalMinorUnits: total, seenPriceMinorUnits: stored[i].seenPriceMinorUnits,
-                                             outOfStock: p.stock == 0))
+                                             outOfStock: p.stock == 0, currency: price.currency))
             }
         }
         return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items, lines.count - before)

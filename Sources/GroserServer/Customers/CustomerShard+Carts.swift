@@ -94,16 +94,14 @@ extension CustomerShard {
             batch.undo.append(.cart(holderKey, storeUID: m.storeUID, created ? nil : before, lastActiveUnix: lastActive))
         }
         if m.idempotencyKey.isEmpty && !bodiesWanted {
-            // The whole response frame, into the batch's buffer of frames:
+            // The whole response frame, into the shard's buffer of frames:
             // the body alone, then the frame around it, were two
             // allocations and a copy, and a frame of its own one more (see SideAnswer).
-            let start = batch.frames.count
-            lines.withUnsafeBufferPointer { lines in
-                BodyEncoder.appendCartFrame(to: &batch.frames, id: id, field: field, storeUID: m.storeUID, lines: lines,
-                                            subtotalMinorUnits: totals.subtotal.minorUnits, itemCount: totals.itemCount,
-                                            currency: totals.subtotal.currency, version: version)
-            }
-            batch.side = .frame(start..<batch.frames.count)
+            batch.side = .frame(lines.withUnsafeBufferPointer { lines in
+                let w = EncodedCartWriter(storeUID: m.storeUID, lines: lines, subtotal: totals.subtotal.minorUnits,
+                                          itemCount: totals.itemCount, currency: totals.subtotal.currency, version: version)
+                return frames.append(upTo: w.frameSize(id: id, field: field)) { w.writeFrame(id: id, field: field, into: $0) }
+            })
             return .ok(field, [])
         }
         let body = lines.withUnsafeBufferPointer { lines in
@@ -127,7 +125,7 @@ extension CustomerShard {
 
     /// `edit` made in place (nil: the version alone moves on).
     private static func apply(_ edit: consuming CartEdit?, to cart: inout StoredCart) -> CartUndo {
-        if let edit { return cart.apply(edit) }
+        if case .some(let e) = consume edit { return cart.apply(e) }
         defer { cart.version &+= 1 }
         return CartUndo(version: cart.version, step: .lines(cart.lines))
     }

@@ -18,9 +18,6 @@ extension CustomerShard {
         var soldOut = false
         /// What the request being run answers besides its outcome.
         var side: SideAnswer?
-        /// The batch's answer frames, written one after the other (a new
-        /// buffer each batch: the loops keep slices of it).
-        var frames: [UInt8] = []
 
         /// Empty again, its arrays' room kept for the next batch.
         mutating func clear() {
@@ -28,13 +25,12 @@ extension CustomerShard {
             records.removeAll(keepingCapacity: true)
             soldOut = false
             side = nil
-            frames = []
         }
     }
 
     /// A request's answer beyond its `CommerceOutcome`: an account step's
-    /// answer, or where in `Batch.frames` a cart mutation wrote its whole
-    /// response frame (its outcome then carries no body). Kept beside the
+    /// answer, or where in the shard's `frames` a cart mutation wrote its
+    /// whole response frame (its outcome then carries no body). Kept beside the
     /// outcomes, so a batch that fails drops them with them.
     enum SideAnswer {
         case step(AccountStepAnswer)

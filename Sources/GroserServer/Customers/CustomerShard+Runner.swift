@@ -93,28 +93,25 @@ extension CustomerShard {
             // Watchers hear of the sold-out product after the answers are queued.
             do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
-        // Every answer of the batch is written into one buffer first, then
-        // each goes to its loop as a slice of it (written after the first
-        // slice went, the buffer would be copied): one allocation a batch.
-        var frames: [UInt8] = []
-        swap(&frames, &batch.frames)
-        frames.reserveCapacity(frames.count + 64 * jobs.count)
+        // Every answer of the batch is written into the shard's frames
+        // first, then they leave in one array, each answer a slice of it.
         var placed: [Range<Int>] = []
         placed.reserveCapacity(jobs.count)
         for i in jobs.indices {
-            let start = frames.count
-            guard jobs[i].step == nil else { placed.append(start..<start); continue }
+            guard jobs[i].step == nil else { placed.append(0..<0); continue }
             if case .ok = outcomes[i], case .frame(let range)? = sides[i] {
                 placed.append(range)
                 continue
             }
             let id = jobs[i].job.request.id
+            var frame: [UInt8] = []
             switch outcomes[i] {
-            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frames)
-            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frames)
+            case .ok(let field, let body): ResponseFrameWriter.appendOK(id: id, field: field, body: body, to: &frame)
+            case .failed(let status): ResponseFrameWriter.appendStatus(id: id, status: status, to: &frame)
             }
-            placed.append(start..<frames.count)
+            placed.append(self.frames.append(frame))
         }
+        let frames = self.frames.take()
         for i in jobs.indices {
             let outcome = outcomes[i]
             if let call = jobs[i].step {
@@ -129,7 +126,12 @@ extension CustomerShard {
                 }
                 continue
             }
-            jobs[i].job.reply(frames[placed[i]])
+            let status: StatusCode
+            switch outcome {
+            case .ok: status = .ok
+            case .failed(let s): status = s.code
+            }
+            jobs[i].job.reply(frames[placed[i]], status: status)
         }
         if batch.soldOut { context.catalog.announce() }
         if !batch.records.isEmpty {

@@ -52,6 +52,8 @@ final class CustomerShard: @unchecked Sendable {
     /// The lines of the cart a mutation answers with, kept between
     /// requests so that showing a cart allocates nothing (+Carts).
     @exclusivity(unchecked) var encodedLines: [EncodedCartLine] = []
+    /// The batch's answer frames (+Runner, +Carts).
+    let frames = FrameScratch()
     /// The last batch's arrays, kept for the next (+Runner).
     @exclusivity(unchecked) var spareBatch = Batch()
 

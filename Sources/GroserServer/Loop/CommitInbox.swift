@@ -16,6 +16,8 @@ final class CommitInbox: @unchecked Sendable {
     struct Answer {
         let address: Address
         let frame: ArraySlice<UInt8>
+        /// The answer's status when the worker says it (nil: read from the frame).
+        var status: StatusCode? = nil
         var fd: Int32 { address.fd }
         var serial: UInt64 { address.serial }
         var slot: UInt64 { address.slot }
@@ -48,11 +50,11 @@ final class CommitInbox: @unchecked Sendable {
     }
 
     /// Called by a worker with a request's whole response frame.
-    func post(_ frame: ArraySlice<UInt8>, to a: Address) {
+    func post(_ frame: ArraySlice<UInt8>, status: StatusCode? = nil, to a: Address) {
         // The loop takes the whole inbox when it wakes, so only the
         // answer that finds it empty needs to wake it.
         let first = answers.withLock { answers in
-            answers.append(Answer(address: a, frame: frame))
+            answers.append(Answer(address: a, frame: frame, status: status))
             return answers.count == 1
         }
         if first { wake() }

@@ -24,7 +24,8 @@ public final class CustomerLog: @unchecked Sendable {
     public let segmentBytes: Int
     private var active: LogFile?
     private let activeNumber = Atomic<Int>(0)
-    private var encodeBuffer: [UInt8] = []
+    // Not checked for exclusivity at run time: the shard's thread only.
+    @exclusivity(unchecked) private var encodeBuffer: [UInt8] = []
     /// Serialises compactions (one folder, one compactor at a time).
     private let compacting = Locked(())
 
