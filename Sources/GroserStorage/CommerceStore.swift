@@ -109,9 +109,12 @@ public struct CartLineRecord: Sendable, Hashable {
 /// touches a slot (hence @unchecked).
 public final class ProductSlot: @unchecked Sendable {
     public let product: ProductRecord
+    /// Good until `invalidate`.
+    public var isValid: Bool { valid }
     // Not checked for exclusivity at run time (a check on every line's
-    // read): only the owning shard's thread touches it.
-    @exclusivity(unchecked) public private(set) var isValid = true
+    // read, made by the reading module when the property was public):
+    // only the owning shard's thread touches it.
+    @exclusivity(unchecked) private var valid = true
     /// The product's uid and name as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
     public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
@@ -129,7 +132,7 @@ public final class ProductSlot: @unchecked Sendable {
     deinit { storage.deallocate() }
 
     /// The product may have changed: lines holding this slot look it up again.
-    public func invalidate() { isValid = false }
+    public func invalidate() { valid = false }
 }
 
 /// A stored answer to an idempotent request.

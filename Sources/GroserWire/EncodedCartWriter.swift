@@ -19,9 +19,11 @@ public struct EncodedCartLine {
     /// measured once for the writer's two passes.
     let size: Int
 
-    /// A line whose money is in `currency` (every line of a cart is in the cart's).
+    /// A line whose money is in a currency whose Money field takes
+    /// `currencyFieldSize` bytes (`currencyFieldSize(_:)`; every line of a
+    /// cart is in the cart's currency).
     public init(head: UnsafeRawBufferPointer, unitPriceMinorUnits: Int64, quantity: UInt32, totalMinorUnits: Int64,
-                seenPriceMinorUnits: Int64, outOfStock: Bool, currency: String) {
+                seenPriceMinorUnits: Int64, outOfStock: Bool, currencyFieldSize currencyField: Int) {
         self.head = head
         self.unitPriceMinorUnits = unitPriceMinorUnits
         self.quantity = quantity
@@ -29,7 +31,6 @@ public struct EncodedCartLine {
         self.seenPriceMinorUnits = seenPriceMinorUnits
         self.outOfStock = outOfStock
         typealias Line = CartBodyWriter.LineField
-        let currencyField = CartBodyWriter.stringFieldSize(CartBodyWriter.MoneyField.currency, currency)
         var n = head.count
         n += ProtoWriter.lengthDelimitedFieldSize(Line.unitPrice, EncodedCartWriter.moneySize(unitPriceMinorUnits, currencyField))
         n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
@@ -40,6 +41,11 @@ public struct EncodedCartLine {
         }
         if outOfStock { n += ProtoWriter.varintFieldSize(Line.outOfStock, 1) }
         size = n
+    }
+
+    /// The size of a Money message's currency field for `currency`.
+    public static func currencyFieldSize(_ currency: String) -> Int {
+        CartBodyWriter.stringFieldSize(CartBodyWriter.MoneyField.currency, currency)
     }
 
     /// The head of a line for this product: its uid and name fields.

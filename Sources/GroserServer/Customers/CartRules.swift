@@ -181,15 +181,18 @@ public struct CartRules: Sendable {
         -> (subtotal: Money, itemCount: UInt32, shown: Int) {
         let before = lines.count
         var totals = ShownTotals()
+        var currencyField = 0
         try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
             for i in stored.indices {
                 guard let slot = stored[i].slot else { continue }
                 let p = slot.product
                 let price = p.price
                 let total = try totals.add(price, stored[i].quantity)
+                // (One currency a cart: its field is measured once.)
+                if currencyField == 0 { currencyField = EncodedCartLine.currencyFieldSize(price.currency) }
                 lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: price.minorUnits, quantity: stored[i].quantity,
                                              totalMinorUnits: total, seenPriceMinorUnits: stored[i].seenPriceMinorUnits,
-                                             outOfStock: p.stock == 0, currency: price.currency))
+                                             outOfStock: p.stock == 0, currencyFieldSize: currencyField))
             }
         }
         return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items, lines.count - before)

@@ -156,8 +156,8 @@ public final class CustomerService: Sendable {
         if AccountService.handles(request.method) { return accounts.outcome(for: job) }
         if case .openSession = request.method { return opener.open(caller) }
         var keys = SessionKeyMemo()
-        let (shard, routed) = route(job, &keys)
-        return shard.process([routed])[0]
+        let (shard, key) = route(job.request.method, &keys)
+        return shard.process([ShardJob(job: job, key: key)])[0]
     }
 
     private static func shardCount(_ options: Options, _ logger: Logger) throws(StorageError) -> Int {
@@ -207,16 +207,18 @@ public final class CustomerService: Sendable {
             opener.answer(job)
             return true
         }
-        let (shard, routed) = route(consume job, &sessionKeys)
-        return shard.submit(routed)
+        // The job is moved into the ShardJob (a router that took the job
+        // and returned it in a tuple copied it, its strings retained).
+        let (shard, key) = route(job.request.method, &sessionKeys)
+        return shard.submit(ShardJob(job: job, key: key))
     }
 
-    private func route(_ job: consuming CommerceJob, _ keys: inout SessionKeyMemo) -> (CustomerShard, ShardJob) {
-        // The job is moved into the ShardJob (a copy retained its strings).
-        let token = job.request.method.sessionToken ?? ""
-        guard !token.isEmpty else { return (shards[0], ShardJob(job: consume job, key: nil)) }
+    /// The shard of the session a request names (none: the first), and the session's key.
+    private func route(_ method: RequestMethod, _ keys: inout SessionKeyMemo) -> (CustomerShard, SessionKey?) {
+        let token = method.sessionToken ?? ""
+        guard !token.isEmpty else { return (shards[0], nil) }
         let key = keys.key(for: token)
-        return (shards[key.shard(of: shards.count)], ShardJob(job: consume job, key: key))
+        return (shards[key.shard(of: shards.count)], key)
     }
 
     /// Stops the shards once their batches in progress are durable and

@@ -38,14 +38,16 @@ extension CustomerShard {
         }
     }
 
-    /// The request's rule (read through the job's pointer: its request is
-    /// not copied).
+    /// The request's rule.
     private func run(_ j: UnsafePointer<ShardJob>, _ catalog: EncodedCatalog, _ now: Int64,
                      _ batch: inout Batch, _ tx: (any CommerceTransaction)?) throws -> CommerceOutcome {
-        if let refusal = FieldLimits.violation(in: j.pointee.job.request.method) { throw refusal }
+        // One copy of the method, read by both (each read through the job's
+        // pointer copied the whole request, its strings retained and released).
+        let method = j.pointee.job.request.method
+        if let refusal = FieldLimits.violation(in: method) { throw refusal }
         let id = j.pointee.job.request.id, key = j.pointee.key
         let rules = context.rules
-        switch j.pointee.job.request.method {
+        switch method {
         case .getCart(_, let storeUID, let acceptPrices):
             let (_, _, key, session) = try cartHolder(key)
             try checkStore(storeUID, catalog)
