@@ -49,6 +49,9 @@ final class EventLoop: @unchecked Sendable {
     private let readBuffer: UnsafeMutableRawBufferPointer
     /// Answers being built for one connection before they are written.
     @exclusivity(unchecked) private var output: [UInt8] = []
+    /// The connections a turn of answers reached, kept between turns
+    /// (an array a turn was an allocation a request at P=1).
+    @exclusivity(unchecked) private var touched: [Connection] = []
     private var listening = false
     var acceptPausedUntil: UInt64 = 0
     private var housekeeping = LoopHousekeeping()
@@ -277,7 +280,7 @@ final class EventLoop: @unchecked Sendable {
         let answers = inbox.take()
         guard !answers.isEmpty else { return }
         answerTurn &+= 1
-        var touched: [Connection] = []
+        touched.removeAll(keepingCapacity: true)
         var run: Connection?
         // Read in place: `answers[i]` copied each answer (its frame retained
         // and released), twice.
@@ -312,7 +315,8 @@ final class EventLoop: @unchecked Sendable {
         }
         }
         if let c = run { deliver(c) }
-        for c in touched { finishIO(c) }
+        for i in touched.indices { finishIO(touched[i]) }
+        touched.removeAll(keepingCapacity: true)
         inbox.recycle(answers)
     }
 

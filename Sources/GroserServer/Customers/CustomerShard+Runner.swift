@@ -69,10 +69,22 @@ extension CustomerShard {
             batch.clear()
             if batch.records.capacity <= Self.batchLimit * 2 && batch.undo.capacity <= Self.batchLimit * 2 { spareBatch = batch }
         }
+        // The outcomes, the side answers and the frames' places go into the
+        // last batch's arrays too: at one request a batch (P=1) each was
+        // an allocation a request. (The outcomes are returned as well; the
+        // thread's loop drops them before the next batch empties them.)
         var outcomes: [CommerceOutcome] = []
+        swap(&outcomes, &spareOutcomes)
+        outcomes.removeAll(keepingCapacity: true)
         outcomes.reserveCapacity(jobs.count)
         var sides: [SideAnswer?] = []
+        swap(&sides, &spareSides)
         sides.reserveCapacity(jobs.count)
+        defer {
+            sides.removeAll(keepingCapacity: sides.capacity <= Self.batchLimit * 2)
+            spareSides = sides
+            if outcomes.capacity <= Self.batchLimit * 2 { spareOutcomes = outcomes }
+        }
         if let shared {
             runShared(jobs, shared, catalog, now, &batch, &outcomes, &sides)
         } else {
@@ -96,6 +108,11 @@ extension CustomerShard {
         // Every answer of the batch is written into the shard's frames
         // first, then they leave in one array, each answer a slice of it.
         var placed: [Range<Int>] = []
+        swap(&placed, &sparePlaces)
+        defer {
+            placed.removeAll(keepingCapacity: placed.capacity <= Self.batchLimit * 2)
+            sparePlaces = placed
+        }
         placed.reserveCapacity(jobs.count)
         for i in jobs.indices {
             guard jobs[i].step == nil else { placed.append(0..<0); continue }

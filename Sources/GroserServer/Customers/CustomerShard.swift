@@ -55,6 +55,9 @@ final class CustomerShard: @unchecked Sendable {
     /// The batch's answer frames (+Runner, +Carts).
     let frames = FrameScratch()
     /// The last batch's arrays, kept for the next (+Runner).
+    @exclusivity(unchecked) var spareOutcomes: [CommerceOutcome] = []
+    @exclusivity(unchecked) var spareSides: [SideAnswer?] = []
+    @exclusivity(unchecked) var sparePlaces: [Range<Int>] = []
     @exclusivity(unchecked) var spareBatch = Batch()
 
     /// False while the shard's own thread runs a batch: the answers go out
