@@ -106,9 +106,14 @@ public struct CartLineRecord: Sendable, Hashable {
 /// line's product without a lookup by uid. The cache marks a slot invalid
 /// when a catalog change may have changed its product; a line with an
 /// invalid slot looks its product up again. Only the owning shard's thread
-/// touches a slot (hence @unchecked).
+/// touches a slot (hence @unchecked): a line that reaches another shard
+/// (a guest's cart merged into an account's at login) carries a slot whose
+/// `owner` is not that shard's cache, which it must not trust (nor read
+/// `isValid` of: another thread writes it).
 public final class ProductSlot: @unchecked Sendable {
     public let product: ProductRecord
+    /// The cache that made the slot and alone invalidates it (nil: none, in tests).
+    public let owner: ObjectIdentifier?
     /// Good until `invalidate`.
     public var isValid: Bool { valid }
     // Not checked for exclusivity at run time (a check on every line's
@@ -121,8 +126,9 @@ public final class ProductSlot: @unchecked Sendable {
     private let storage: UnsafeMutableRawPointer
     private let headCount: Int
 
-    public init(_ product: ProductRecord) {
+    public init(_ product: ProductRecord, owner: ObjectIdentifier? = nil) {
         self.product = product
+        self.owner = owner
         let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name)
         storage = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         headCount = bytes.count

@@ -73,7 +73,7 @@ struct CartAnswerTests {
             // A shard's lines hold their products' slots (none: not sold),
             // and its answer is written from them (`showEncoded`).
             var slotted = cart
-            for i in slotted.lines.indices { slotted.lines[i].slot = catalog[slotted.lines[i].productUID].map(ProductSlot.init) }
+            for i in slotted.lines.indices { slotted.lines[i].slot = catalog[slotted.lines[i].productUID].map { ProductSlot($0) } }
             var encoded: [EncodedCartLine] = []
             let encodedTotals = Result { () throws(Refusal) in try rules.showEncoded(slotted, into: &encoded) }
             switch (viewed, shown) {

@@ -37,6 +37,11 @@ struct ProductCacheTests {
         let fresh = try #require(try cache.slot("milk"))
         #expect(fresh !== milk && fresh.isValid && fresh.product.price.minorUnits == 120)
 
+        // Another shard's cache (a guest's cart merged into an account's on
+        // another shard carries its slots) does not own this slot.
+        let other = ProductCache(source: { uid in source.read(uid) })
+        #expect(cache.owns(fresh) && !other.owns(fresh), "a slot belongs to the cache that made it")
+
         cache.apply(CatalogChange(catalogVersion: 3, stores: [], reloaded: true))
         #expect(!fresh.isValid && !bread.isValid, "a reload invalidates every slot")
         #expect(try cache.slot("cheese") == nil, "a product the store does not have has no slot")

@@ -117,6 +117,8 @@ public struct AccountRules: Sendable {
                 } else if cart.lines.count < limits.maximumLines {
                     var added = line
                     added.quantity = min(line.quantity, limits.maximumQuantity)
+                    // The guest's shard's product slot stays there (the account's shard looks its own up).
+                    added.slot = nil
                     cart.lines.append(added)
                     lines.append(MergedLine(productUID: line.productUID, guestQuantity: line.quantity, quantity: added.quantity,
                                             droppedUnits: line.quantity - added.quantity))

@@ -34,7 +34,7 @@ extension CustomerShard {
         try rules.checkVersion(cart, expected: m.expectedVersion)
         // The requested product's line, when the cart has one with a good
         // slot, answers the rule's lookup (no hashing of the uid).
-        if let requested, let slot = Self.validSlot(of: requested, in: cart) { remember(slot, for: requested) }
+        if let requested, let slot = Self.slot(of: requested, in: cart), trusted(slot) { remember(slot, for: requested) }
         let edit = try decide(cart, look)
         cart = StoredCart()
         try checkLookups()
@@ -100,7 +100,7 @@ extension CustomerShard {
             batch.side = .frame(lines.withUnsafeBufferPointer { lines in
                 let w = EncodedCartWriter(storeUID: m.storeUID, lines: lines, subtotal: totals.subtotal.minorUnits,
                                           itemCount: totals.itemCount, currency: totals.subtotal.currency, version: version)
-                return frames.append(upTo: w.frameSize(id: id, field: field)) { w.writeFrame(id: id, field: field, into: $0) }
+                return frames.append(exactly: w.frameSize(id: id, field: field)) { w.writeFrame(id: id, field: field, into: $0) }
             })
             return .ok(field, [])
         }
@@ -112,13 +112,10 @@ extension CustomerShard {
         return .ok(field, body)
     }
 
-    /// The slot of `uid`'s line in `cart`, when it has one still valid.
-    private static func validSlot(of uid: String, in cart: borrowing StoredCart) -> ProductSlot? {
+    /// The slot of `uid`'s line in `cart`, when it has a line with one.
+    private static func slot(of uid: String, in cart: borrowing StoredCart) -> ProductSlot? {
         cart.lines.withUnsafeBufferPointer { b in
-            for i in b.indices where b[i].productUID == uid {
-                guard let slot = b[i].slot, slot.isValid else { return nil }
-                return slot
-            }
+            for i in b.indices where b[i].productUID == uid { return b[i].slot }
             return nil
         }
     }
@@ -126,7 +123,7 @@ extension CustomerShard {
     /// `edit` made in place (nil: the version alone moves on).
     private static func apply(_ edit: consuming CartEdit?, to cart: inout StoredCart) -> CartUndo {
         if case .some(let e) = consume edit { return cart.apply(e) }
-        defer { cart.version &+= 1 }
+        defer { cart.version += 1 }
         return CartUndo(version: cart.version, step: .lines(cart.lines))
     }
 

@@ -42,11 +42,7 @@ extension CustomerShard {
             } else if let known = cache.known(uid) {
                 slot = known
             } else {
-                slot = try lookupTx!.product(uid).map { p in
-                    let s = ProductSlot(p)
-                    s.invalidate()
-                    return s
-                }
+                slot = try lookupTx!.product(uid).map { cache.oneOff($0) }
             }
             // Only a request's first product is remembered (the rule's,
             // asked again for its line): remembering each line's too cost
@@ -68,11 +64,18 @@ extension CustomerShard {
     }
 
     /// Brings each line's slot up to date, in place: a line whose slot is
-    /// missing or invalid looks its product up (nil: the catalog has none).
+    /// missing, invalid or another shard's looks its product up (nil: the
+    /// catalog has none).
     func refreshSlots(_ lines: inout [CartLineRecord]) {
-        for i in lines.indices where !(lines[i].slot?.isValid ?? false) {
+        for i in lines.indices where !trusted(lines[i].slot) {
             lines[i].slot = slot(lines[i].productUID)
         }
+    }
+
+    /// Whether a line's slot answers for its product: this shard's, still valid.
+    func trusted(_ slot: ProductSlot?) -> Bool {
+        guard let slot, cache.owns(slot) else { return false }
+        return slot.isValid
     }
 
     /// Called before a request changes anything: a failed product read

@@ -18,18 +18,18 @@ final class FrameScratch {
     deinit { base.deallocate() }
 
     /// Writes `n` bytes at the end through `write`, which returns how many
-    /// it wrote (at most `n`); returns where they are.
-    func append(upTo n: Int, _ write: (UnsafeMutableRawPointer) -> Int) -> Range<Int> {
+    /// it wrote (exactly `n`: a frame sized otherwise is a bug); returns where they are.
+    func append(exactly n: Int, _ write: (UnsafeMutableRawPointer) -> Int) -> Range<Int> {
         reserve(n)
         let written = write(base + count)
-        precondition(written <= n, "FrameScratch: \(written) bytes written into room for \(n)")
-        count += written
-        return count - written..<count
+        precondition(written == n, "FrameScratch: \(written) bytes written for a frame sized \(n)")
+        count += n
+        return count - n..<count
     }
 
     /// Appends `bytes`; returns where they are.
     func append(_ bytes: [UInt8]) -> Range<Int> {
-        append(upTo: bytes.count) { p in
+        append(exactly: bytes.count) { p in
             bytes.withUnsafeBytes { if let b = $0.baseAddress { p.copyMemory(from: b, byteCount: $0.count) } }
             return bytes.count
         }

@@ -16,6 +16,9 @@ struct ProductCache {
     /// again and again costs one lookup per change, not one per request.
     private var missing: Set<String> = []
     let limit: Int
+    /// Who the cache's slots belong to (`owns`).
+    private let identity = Identity()
+    private final class Identity {}
     let source: @Sendable (String) throws(StorageError) -> (product: ProductRecord, shelfUID: String)?
     private(set) var lookups = 0
 
@@ -37,7 +40,7 @@ struct ProductCache {
             missing.insert(uid)
             return nil
         }
-        let slot = ProductSlot(p)
+        let slot = ProductSlot(p, owner: ObjectIdentifier(identity))
         products[uid] = slot
         byShelf[shelf, default: []].append(uid)
         return slot
@@ -49,6 +52,18 @@ struct ProductCache {
         if let p = products[uid] { return .some(p) }
         if missing.contains(uid) { return .some(nil) }
         return nil
+    }
+
+    /// A slot this cache made (and so invalidates when its product may
+    /// change): only such a slot may be trusted while it is valid.
+    func owns(_ slot: ProductSlot) -> Bool { slot.owner == ObjectIdentifier(identity) }
+
+    /// A slot for a product read elsewhere (a checkout's transaction): this
+    /// cache's, but invalid from the start, so good for one request only.
+    func oneOff(_ product: ProductRecord) -> ProductSlot {
+        let slot = ProductSlot(product, owner: ObjectIdentifier(identity))
+        slot.invalidate()
+        return slot
     }
 
     /// Forgets what `change` may have changed.

@@ -50,7 +50,7 @@ extension StoredCart {
             swap(&old, &lines)
             undo = .lines(old)
         }
-        defer { version &+= 1 }
+        defer { version += 1 }
         return CartUndo(version: version, step: undo)
     }
 
