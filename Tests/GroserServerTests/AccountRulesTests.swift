@@ -117,6 +117,48 @@ struct AccountRulesTests {
         }
     }
 
+    /// A guest's cart merged at login into an account whose entry lives on
+    /// another shard: the account's lines must not carry the guest shard's
+    /// product slots, which only that shard invalidates when a price changes.
+    @Test func aMergedCartKeepsNoSlotOfTheGuestsShard() throws {
+        let directory = try ScratchDirectory()
+        let store = try SQLiteCatalogStore(directory: directory.path)
+        let catalog = try CatalogService(store: store, imageBaseURL: "http://img.test:8080")
+        let options = CustomerService.Options(directory: directory.path + "/customers", shards: 2)
+        let customers = try CustomerService(options, catalog: catalog, orders: store, logger: Logger(level: .error, sink: { _ in }))
+        func answer(_ method: RequestMethod) throws -> [UInt8] {
+            guard case .ok(_, let body) = customers.answerNow(Request(id: 1, method: method)) else {
+                throw SetupError("\(method) was refused: \(customers.answerNow(Request(id: 1, method: method)))")
+            }
+            return body
+        }
+        let email = "slots@example.com"
+        _ = try answer(.register(Registration(email: email, password: "correct horse", name: "S")))
+        let owner = SessionKey(accountEmail: email)
+        let shards = customers.shards
+        // A guest session on the other shard than the account's entry.
+        var guest = ""
+        for _ in 0..<64 {
+            guard case .openSession(let token)? = try? Response.decode(frameOf(.openSession, answer(.openSession))).body else {
+                throw SetupError("no session")
+            }
+            if SessionKey(token: token).shard(of: shards.count) != owner.shard(of: shards.count) { guest = token; break }
+        }
+        try #require(!guest.isEmpty, "no guest session landed on the other shard in 64 tries")
+        let storeUID = "store-spb-1"
+        let uid = try #require(sample.stores.first { $0.uid == storeUID }?.departments.first?.shelves.first?.products.first?.uid)
+        _ = try answer(.addItem(CartMutation(session: guest, storeUID: storeUID), productUID: uid, quantity: 2))
+        let guestShard = shards[SessionKey(token: guest).shard(of: shards.count)]
+        let guestLine = try #require(guestShard.currentState.sessions[SessionKey(token: guest)]?.carts[storeUID]?.lines.first)
+        #expect(guestLine.slot.map(guestShard.cache.owns) == true, "the guest's line holds its shard's slot")
+        _ = try answer(.login(LoginDetails(email: email, password: "correct horse", guestSession: guest)))
+        let accountShard = shards[owner.shard(of: shards.count)]
+        let merged = try #require(accountShard.currentState.sessions[owner]?.carts[storeUID]?.lines)
+        #expect(merged.map(\.productUID) == [uid] && merged.map(\.quantity) == [2])
+        #expect(merged.allSatisfy { line in line.slot.map { accountShard.cache.owns($0) } ?? true },
+                "no merged line keeps a slot of the guest's shard")
+    }
+
     /// A response frame's body (without its length prefix) around `body`.
     func frameOf(_ field: MethodField, _ body: [UInt8]) -> [UInt8] {
         var frame: [UInt8] = []
