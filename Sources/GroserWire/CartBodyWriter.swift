@@ -34,14 +34,10 @@ enum CartBodyWriter {
 
     /// The body alone, or with `frame` the whole OK response frame around
     /// it (one allocation of the exact size, the body written in place).
-    /// With `target`, the bytes are appended to the array it points at
-    /// (written in a temporary buffer, then copied in one append), and the
-    /// answer is empty.
     @inlinable
     static func cartResponse<L: CartLineFields>(storeUID: String, lines: [L], subtotal: Money, itemCount: UInt32,
                                                 currency: String, version: UInt64,
-                                                frame: (id: UInt64, field: MethodField)?,
-                                                appendingTo target: UnsafeMutablePointer<[UInt8]>? = nil) -> [UInt8] {
+                                                frame: (id: UInt64, field: MethodField)?) -> [UInt8] {
         // Each line's size is measured once, kept for its header (measured
         // again there, it was a tenth of a 20-line cart-add's instructions).
         lines.withUnsafeBufferPointer { lines in withUnsafeTemporaryAllocation(of: Int.self, capacity: lines.count) { sizes in
@@ -56,7 +52,7 @@ enum CartBodyWriter {
             cartSize += ProtoWriter.varintFieldSize(CartField.version, version)
             let bodySize = ProtoWriter.lengthDelimitedFieldSize(responseCart, cartSize)
             let total = frame.map { ResponseFrameWriter.okFrameSize(id: $0.id, field: $0.field, bodyLength: bodySize) } ?? bodySize
-            func emit(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+            return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
                 var w = Cursor(buffer.baseAddress!)
                 if let frame {
                     w.written = ResponseFrameWriter.writeOKHeader(id: frame.id, field: frame.field, bodyLength: bodySize,
@@ -70,16 +66,6 @@ enum CartBodyWriter {
                 w.string(CartField.currency, currency)
                 w.varintField(CartField.version, version)
                 precondition(w.written == total, "CartBodyWriter: \(w.written) bytes written, \(total) sized")
-            }
-            if let target {
-                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { buffer in
-                    emit(buffer)
-                    target.pointee.append(contentsOf: UnsafeBufferPointer(buffer))
-                }
-                return []
-            }
-            return [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
-                emit(buffer)
                 count = total
             }
         } }

@@ -27,19 +27,6 @@ extension BodyEncoder {
                                     currency: currency, version: version, frame: (id, field))
     }
 
-    /// `cartFrame`, appended to `out`, where a batch writes all its
-    /// answers: one buffer a batch rather than an array an answer (each
-    /// array cost about 700 instructions, and its free on the loop's thread).
-    @inlinable
-    public static func appendCartFrame<L: CartLineFields>(to out: inout [UInt8], id: UInt64, field: MethodField, storeUID: String,
-                                                          lines: [L], subtotal: Money, itemCount: UInt32, currency: String,
-                                                          version: UInt64) {
-        withUnsafeMutablePointer(to: &out) { target in
-            _ = CartBodyWriter.cartResponse(storeUID: storeUID, lines: lines, subtotal: subtotal, itemCount: itemCount,
-                                            currency: currency, version: version, frame: (id, field), appendingTo: target)
-        }
-    }
-
     /// The same body through protobuf-c: what `cart(_:)` is checked against.
     static func cartThroughProtobufC(_ v: Cart) -> [UInt8] { Arena.packed { $0.cartResponse(CartResponse(cart: v)) } }
 

@@ -157,8 +157,7 @@ public struct CartRules: Sendable {
                          currency: totals.subtotal.currency, version: cart.version)
     }
 
-    /// `shown`'s lines appended to `lines` (a buffer the caller reuses: a
-    /// shard keeps one, so showing a cart allocates nothing), and its totals.
+    /// `shown`'s lines appended to `lines`, and its totals.
     public func show(_ cart: borrowing StoredCart, _ lookup: Lookup,
                      into lines: inout [ShownLine]) throws(Refusal) -> (subtotal: Money, itemCount: UInt32) {
         var totals = ShownTotals()

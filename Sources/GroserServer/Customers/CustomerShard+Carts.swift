@@ -9,8 +9,7 @@ extension CustomerShard {
     /// new version, the answer. `decide` reads the cart and returns its edit
     /// (nil: none, the version alone moves on).
     func mutate(_ field: MethodField, _ id: UInt64, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
-                _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, _ tx: (any CommerceTransaction)?,
-                product requested: String? = nil,
+                _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, product requested: String? = nil,
                 decide: (borrowing StoredCart, CartRules.Lookup) throws(Refusal) -> CartEdit?) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
         // the state changes below, made the carts dictionary copy on write.

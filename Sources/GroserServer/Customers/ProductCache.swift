@@ -28,9 +28,7 @@ struct ProductCache {
     }
 
     /// The product, or nil when the catalog has none with this uid.
-    mutating func product(_ uid: String) throws(StorageError) -> ProductRecord? { try slot(uid)?.product }
-
-    /// `product`, as the slot lines keep.
+    /// The product's slot (nil when the catalog has none with this uid).
     mutating func slot(_ uid: String) throws(StorageError) -> ProductSlot? {
         if let p = products[uid] { return p }
         if missing.contains(uid) { return nil }
