@@ -11,7 +11,7 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
     /// The hash's 32 bytes, in four words as they lie in memory: hashing and
     /// comparing a key is four words, not a 64-character string, and making
     /// one allocates nothing (both showed in the cart path's profile).
-    private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    @usableFromInline var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
     /// The key of `token`, as the client sent it (no normalisation: a token
     /// in another case or with extra characters is another token).
@@ -70,6 +70,9 @@ public struct SessionKey: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: SessionKey, b: SessionKey) -> Bool {
         a.words.0 == b.words.0 && a.words.1 == b.words.1 && a.words.2 == b.words.2 && a.words.3 == b.words.3
     }
+
+    /// The hash's first word (SessionTable's buckets).
+    @inlinable var firstWord: UInt64 { words.0 }
 
     public func hash(into hasher: inout Hasher) {
         // The words are a cryptographic hash already; one is spread enough

@@ -113,7 +113,7 @@ struct CustomerLogTests {
             for r in records { expected.apply(r) }
             #expect(try log.checkpointDue(), "a 1-byte segment is full after every append")
         }
-        let kept = try log.compact { $0.sessions = $0.sessions.mapValues { var s = $0; s.answers = [:]; return s } }
+        let kept = try log.compact { $0.sessions.modifyEach { _, s in s.answers = [:] } }
         #expect(kept == 50)
         let names = try LogFile.names(in: dir.path).sorted()
         #expect(names.filter { $0.hasPrefix("snapshot-") } == ["snapshot-00000050"], "\(names)")

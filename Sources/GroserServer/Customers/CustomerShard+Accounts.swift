@@ -22,11 +22,11 @@ extension CustomerShard {
 
         case .seal(let guest, let owner):
             guard var g = current(guest), g.account == nil, g.owner == nil, !g.ended else { return .guestCarts(nil) }
-            if let sealed = g.sealedInto { return .guestCarts(sealed == owner ? g.carts : nil) }
+            if let sealed = g.sealedInto { return .guestCarts(sealed == owner ? g.carts.dictionary : nil) }
             g.sealedInto = owner
             put(g, for: guest, &batch)
             batch.records.append(.sealed(guest, owner: owner))
-            return .guestCarts(g.carts)
+            return .guestCarts(g.carts.dictionary)
 
         case .merge(let owner, let guest, let carts, let idempotencyKey, let print, let newSession):
             guard var entry = current(owner), let record = entry.account else {
@@ -47,7 +47,7 @@ extension CustomerShard {
                 result = r
             } else {
                 let rules = AccountRules(limits: context.rules.limits)
-                let (changed, merged) = rules.merge(guest: carts, into: entry.carts)
+                let (changed, merged) = rules.merge(guest: carts, into: entry.carts.dictionary)
                 for store in changed.keys.sorted() {
                     let cart = changed[store]!
                     entry.carts[store] = cart

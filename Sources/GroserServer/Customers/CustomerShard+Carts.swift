@@ -29,7 +29,7 @@ extension CustomerShard {
         // The cart's place in its holder's carts is found once (each
         // lookup hashed the store's uid again).
         var found = withSession(at: holder) { s in s.carts.index(forKey: m.storeUID) }
-        var cart = found.map { c in withSession(at: holder) { s in s.carts.values[c] } } ?? StoredCart()
+        var cart = found.map { c in withSession(at: holder) { s in s.carts[at: c] } } ?? StoredCart()
         try rules.checkVersion(cart, expected: m.expectedVersion)
         // The requested product's line, when the cart has one with a good
         // slot, answers the rule's lookup (no hashing of the uid).
@@ -47,7 +47,7 @@ extension CustomerShard {
         let place = found!
         let (undo, lastActive) = withSession(at: holder) { s in
             defer { s.lastActiveUnix = now }
-            return (Self.apply(edit, to: &s.carts.values[place]), s.lastActiveUnix)
+            return (s.carts.withCart(at: place) { Self.apply(edit, to: &$0) }, s.lastActiveUnix)
         }
         // The cart as shown, into the shard's buffer of lines: current
         // prices, read through each line's product slot (looked up again
@@ -60,14 +60,14 @@ extension CustomerShard {
         let version: UInt64
         let stored: Int
         do {
-            withSession(at: holder) { s in refreshSlots(&s.carts.values[place].lines) }
+            withSession(at: holder) { s in s.carts.withCart(at: place) { refreshSlots(&$0.lines) } }
             try checkLookups()
             (totals, version, stored) = try withSession(at: holder) { (s) throws(Refusal) in
-                (try rules.showEncoded(s.carts.values[place], into: &lines), s.carts.values[place].version, s.carts.values[place].lines.count)
+                try s.carts.withCart(at: place) { (c) throws(Refusal) in (try rules.showEncoded(c, into: &lines), c.version, c.lines.count) }
             }
         } catch {
             withSession(at: holder) { s in
-                if created { s.carts[m.storeUID] = nil } else { s.carts.values[place].revert(undo) }
+                if created { s.carts[m.storeUID] = nil } else { s.carts.withCart(at: place) { $0.revert(undo) } }
                 s.lastActiveUnix = lastActive
             }
             throw error
@@ -75,7 +75,7 @@ extension CustomerShard {
         // One line's change, unless lines were dropped or the store keeps
         // whole carts (or the edit was none, or a clear).
         let change = totals.shown < stored || shared != nil ? nil : withSession(at: holder) { s in
-            s.carts.values[place].lineChange(undoing: undo)
+            s.carts.withCart(at: place) { $0.lineChange(undoing: undo) }
         }
         if let change {
             batch.records.append(.cartLine(holderKey, storeUID: m.storeUID, change, atUnix: now))
@@ -84,10 +84,12 @@ extension CustomerShard {
             // Logged as the whole cart: lines dropped, or a store that
             // keeps whole carts, or no one line changed.
             let (before, after) = withSession(at: holder) { s in
-                var before = s.carts.values[place]
+                var before = s.carts[at: place]
                 before.revert(undo)
-                s.carts.values[place].lines.removeAll { $0.slot == nil }
-                return (before, s.carts.values[place])
+                return (before, s.carts.withCart(at: place) { c in
+                    c.lines.removeAll { $0.slot == nil }
+                    return c
+                })
             }
             batch.records.append(.cart(holderKey, storeUID: m.storeUID, after, atUnix: now))
             batch.undo.append(.cart(holderKey, storeUID: m.storeUID, created ? nil : before, lastActiveUnix: lastActive))
@@ -130,13 +132,13 @@ extension CustomerShard {
     /// it: the one line that changed when that is all (`CartLineChange`),
     /// else the whole cart.
     func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch,
-              at place: (session: SessionIndex, cart: Dictionary<String, StoredCart>.Index?)? = nil) {
+              at place: (session: SessionIndex, cart: Int?)? = nil) {
         if let place {
             let (old, lastActive) = withSession(at: place.session) { s in
                 defer { s.lastActiveUnix = now }
                 guard let c = place.cart else { return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix) }
                 var replaced = cart
-                swap(&replaced, &s.carts.values[c])
+                swap(&replaced, &s.carts[at: c])
                 return (Optional(replaced), s.lastActiveUnix)
             }
             batch.records.append(record(key, storeUID, old, cart, now))

@@ -30,7 +30,7 @@ extension CustomerShard {
     private func checkSession(_ key: SessionKey?) throws(Refusal) -> (key: SessionKey, owner: SessionKey?, index: SessionIndex) {
         guard let key else { throw Refusal(.unauthenticated, "The request carries no session; open one with OpenSession.") }
         // An account's own entry is no session (no token hashes to its key).
-        guard let i = state.sessions.index(forKey: key) else { throw Self.unknownSession }
+        guard let i = state.sessions.position(of: key) else { throw Self.unknownSession }
         let (isAccount, sealed, owner, ended) = withSession(at: i) { ($0.account != nil, $0.sealedInto != nil, $0.owner, $0.ended) }
         guard !isAccount else { throw Self.unknownSession }
         if ended { throw Self.endedSession }
@@ -40,7 +40,7 @@ extension CustomerShard {
         return (key, owner, i)
     }
 
-    typealias SessionIndex = Dictionary<SessionKey, SessionState>.Index
+    typealias SessionIndex = Int
 
     /// The request's session, and the entry that holds its carts and
     /// orders: the session itself, or for a logged-in session its account.
@@ -54,7 +54,7 @@ extension CustomerShard {
     func cartHolderIndex(_ key: SessionKey?) throws(Refusal) -> (session: SessionKey, holder: SessionKey, index: SessionIndex) {
         let (key, owner, i) = try checkSession(key)
         guard let owner else { return (key, key, i) }
-        guard let o = state.sessions.index(forKey: owner), withSession(at: o, { $0.account != nil }) else {
+        guard let o = state.sessions.position(of: owner), withSession(at: o, { $0.account != nil }) else {
             throw Refusal(.unauthenticated, "The session's account is gone; log in again.")
         }
         return (key, owner, o)
@@ -78,14 +78,14 @@ extension CustomerShard {
     /// retaining and releasing its dictionaries.
     @inline(__always)
     func withSession<R>(_ key: SessionKey, _ body: (inout SessionState) -> R) -> R? {
-        guard let i = state.sessions.index(forKey: key) else { return nil }
-        return body(&state.sessions.values[i])
+        guard let i = state.sessions.position(of: key) else { return nil }
+        return body(&state.sessions[at: i])
     }
 
     /// `body` on the session at `i` in place (an index from `checkSession`
     /// or `cartHolderIndex`, taken since nothing was added or removed).
     @inline(__always)
     func withSession<R, E: Error>(at i: SessionIndex, _ body: (inout SessionState) throws(E) -> R) throws(E) -> R {
-        try body(&state.sessions.values[i])
+        try body(&state.sessions[at: i])
     }
 }

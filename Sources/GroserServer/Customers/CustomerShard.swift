@@ -108,7 +108,7 @@ final class CustomerShard: @unchecked Sendable {
     /// Guest sessions sealed for a merge that a crash or a failure left
     /// unfinished: (guest, account entry, carts). Before the thread starts.
     func sealedGuests() -> [(guest: SessionKey, owner: SessionKey, carts: [String: StoredCart])] {
-        state.sessions.compactMap { key, s in s.sealedInto.map { (key, $0, s.carts) } }
+        state.sessions.compactMap { key, s in s.sealedInto.map { (key, $0, s.carts.dictionary) } }
     }
 
     func submit(_ job: consuming ShardJob) -> Bool { queue.put(job) }

@@ -118,40 +118,6 @@ public struct AccountRecord: Sendable, Hashable {
     }
 }
 
-/// One session's carts and remembered answers. An account is kept as a
-/// session of its own (its key derived from the email, never a token's), so
-/// its carts are carts like a guest's; the sessions logged in to it point
-/// at it with `owner` and keep only their remembered answers.
-public struct SessionState: Sendable, Hashable {
-    public var createdAtUnix: Int64
-    /// The last request that used the session (idle sessions are removed).
-    public var lastActiveUnix: Int64
-    /// By store uid.
-    public var carts: [String: StoredCart] = [:]
-    /// By idempotency key.
-    public var answers: [String: StoredAnswer] = [:]
-    /// Set when this entry is an account (it never expires).
-    public var account: AccountRecord?
-    /// A logged-in session: the account entry that holds its carts and orders.
-    public var owner: SessionKey?
-    /// A guest session a login is merging into this account entry: it takes
-    /// no more changes, and is removed once the account has its lines.
-    public var sealedInto: SessionKey?
-    /// An account's merges, by guest session: the login's answer (without a
-    /// token), so that a retried merge merges nothing and answers the same.
-    public var absorbed: [SessionKey: StoredAnswer] = [:]
-    /// A mark left where a guest session was merged into an account by a
-    /// login: its token may still be good unstored (see groserd's
-    /// SessionTokens), and must not open an empty session again. It holds
-    /// nothing else and expires as an idle session does.
-    public var ended = false
-
-    public init(createdAtUnix: Int64, lastActiveUnix: Int64? = nil) {
-        self.createdAtUnix = createdAtUnix
-        self.lastActiveUnix = lastActiveUnix ?? createdAtUnix
-    }
-}
-
 /// One change of customer state, as the log stores it. Every record states
 /// the whole new value of what it names (a cart record holds the whole cart,
 /// a line change the line's), so applying a record twice in a row gives the
@@ -192,7 +158,7 @@ public enum CustomerRecord: Sendable, Hashable {
 
 /// Every session of one shard: what the log's records add up to.
 public struct CustomerState: Sendable {
-    public var sessions: [SessionKey: SessionState] = [:]
+    public var sessions = SessionTable()
     /// Line changes not applied because they did not follow their cart's
     /// version: 0 in a sound log. Only a log cut by `groserd --repair` in
     /// its middle has them (a record lost before them); the cart then stays
@@ -270,19 +236,19 @@ public struct CustomerState: Sendable {
     /// same rule.
     public mutating func expire(nowUnix: Int64, answerLifetime: Int64, idleLifetime: Int64) -> [SessionKey] {
         var removed: [SessionKey] = []
-        for (key, s) in sessions {
-            if s.account == nil && nowUnix - s.lastActiveUnix > idleLifetime {
-                removed.append(key)
-                continue
-            }
+        sessions.removeAll { key, s in
+            guard s.account == nil && nowUnix - s.lastActiveUnix > idleLifetime else { return false }
+            removed.append(key)
+            return true
+        }
+        sessions.modifyEach { _, s in
             if s.answers.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
-                sessions[key]?.answers = s.answers.filter { nowUnix - $0.value.atUnix <= answerLifetime }
+                s.answers = s.answers.filter { nowUnix - $0.value.atUnix <= answerLifetime }
             }
             if s.absorbed.values.contains(where: { nowUnix - $0.atUnix > answerLifetime }) {
-                sessions[key]?.absorbed = s.absorbed.filter { nowUnix - $0.value.atUnix <= answerLifetime }
+                s.absorbed = s.absorbed.filter { nowUnix - $0.value.atUnix <= answerLifetime }
             }
         }
-        for key in removed { sessions[key] = nil }
         return removed
     }
 }
