@@ -1,16 +1,31 @@
+import Synchronization
+
 /// A batch's answer frames, written one after another into memory a shard
 /// keeps from batch to batch: a cart answer is written in place (no array
 /// per answer, each of which cost about 700 instructions to make and a free
 /// on the loop's thread), and the batch's frames leave in one array
-/// (`take`), of which each answer is a slice. The shard's thread only.
+/// (`take`), of which each answer is a slice. The arrays come back: the
+/// scratch keeps the last few it handed out, and once the loop has dropped
+/// every slice of one it is filled again, so a batch allocates nothing and
+/// nothing the shard allocated is freed on the loop's thread. The shard's
+/// thread only.
 final class FrameScratch {
     private var base: UnsafeMutableRawPointer
     private var capacity: Int
     private(set) var count = 0
     /// Room kept after a batch; a larger buffer goes back to the allocator.
     static let keptCapacity = 1 << 20
+    /// Arrays `take` handed out, held as their storage objects (an array is
+    /// one reference to its storage) so that their uniqueness can be asked:
+    /// once this is the only reference, the loop is done with every slice of
+    /// it. At most `lentLimit`, each of at most `keptCapacity` bytes.
+    private var lent: [AnyObject] = []
+    static let lentLimit = 8
+    /// The least room of an array `take` makes.
+    static let reusedCapacity = 16 * 1024
 
     init(capacity: Int = 64 * 1024) {
+        precondition(MemoryLayout<[UInt8]>.size == MemoryLayout<AnyObject>.size, "FrameScratch: an array is not one reference")
         self.capacity = capacity
         base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
     }
@@ -35,11 +50,22 @@ final class FrameScratch {
         }
     }
 
-    /// Every frame written so far, in one new array; the scratch is empty again.
+    /// Every frame written so far, in one array (one the loop has given up,
+    /// or a new one); the scratch is empty again.
     func take() -> [UInt8] {
-        let frames = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            if count > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count) }
-            initialized = count
+        let written = UnsafeRawBufferPointer(start: base, count: count)
+        var frames = reclaim(capacity: count) ?? []
+        if frames.capacity == 0 {
+            // Room for the batches to come (reused only when large enough).
+            frames = [UInt8](unsafeUninitializedCapacity: Swift.max(count, Self.reusedCapacity)) { buffer, initialized in
+                if count > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count) }
+                initialized = count
+            }
+        } else {
+            frames.append(contentsOf: written)
+        }
+        if frames.capacity > 0 && frames.capacity <= Self.keptCapacity && lent.count < Self.lentLimit {
+            lent.append(unsafeBitCast(frames, to: AnyObject.self))
         }
         count = 0
         if capacity > Self.keptCapacity {
@@ -48,6 +74,24 @@ final class FrameScratch {
             base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
         }
         return frames
+    }
+
+    /// An empty array of at least `capacity` bytes that the loop has given
+    /// up (nil when there is none yet); the ones too small go.
+    private func reclaim(capacity: Int) -> [UInt8]? {
+        var i = 0
+        while i < lent.count {
+            guard isKnownUniquelyReferenced(&lent[i]) else { i += 1; continue }
+            // The loop's last release of it happened before this: its reads
+            // of the old frames are done before the writes to come.
+            atomicMemoryFence(ordering: .acquiring)
+            let storage = lent.remove(at: i)
+            var frames = unsafeBitCast(consume storage, to: [UInt8].self)
+            guard frames.capacity >= capacity else { continue }
+            frames.removeAll(keepingCapacity: true)
+            return frames
+        }
+        return nil
     }
 
     private func reserve(_ n: Int) {
