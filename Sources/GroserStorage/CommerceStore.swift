@@ -120,7 +120,13 @@ public final class ProductSlot: @unchecked Sendable {
     // read, made by the reading module when the property was public):
     // only the owning shard's thread touches it.
     @exclusivity(unchecked) private var valid = true
-    /// The product's uid and name as a cart answer's line begins
+    /// What a cart line shows of the product, read without copying the
+    /// product (its strings' references): the price, its currency, whether
+    /// none is in stock.
+    public let priceMinorUnits: Int64
+    public let currency: String
+    public let outOfStock: Bool
+    /// The product's uid, name and price as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
     public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
     private let storage: UnsafeMutableRawPointer
@@ -129,7 +135,11 @@ public final class ProductSlot: @unchecked Sendable {
     public init(_ product: ProductRecord, owner: ObjectIdentifier? = nil) {
         self.product = product
         self.owner = owner
-        let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name)
+        priceMinorUnits = product.price.minorUnits
+        currency = product.price.currency
+        outOfStock = product.stock == 0
+        let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name, unitPrice: product.price.minorUnits,
+                                         currency: product.price.currency)
         storage = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         headCount = bytes.count
         bytes.withUnsafeBytes { if let b = $0.baseAddress { storage.copyMemory(from: b, byteCount: $0.count) } }

@@ -1,13 +1,15 @@
 /// A cart's answer written from lines whose fixed fields are encoded
-/// already: a customer shard keeps each product's uid and name as the
-/// bytes a CartLine starts with (`EncodedCartLine.head(productUID:name:)`),
-/// so a line costs a copy of those bytes and a few numbers, with no String
-/// touched and no reference counted. The bytes are the ones `CartBodyWriter`
-/// writes for the same cart (`EncodedCartWriterTests` compares the two).
+/// already: a customer shard keeps each product's uid, name and unit price
+/// as the bytes a CartLine starts with (`EncodedCartLine.head(productUID:
+/// name:unitPrice:currency:)`), so a line costs a copy of those bytes and a
+/// few numbers, with no String touched and no reference counted. The bytes
+/// are the ones `CartBodyWriter` writes for the same cart
+/// (`CartAnswerTests` compares the two).
 public struct EncodedCartLine {
-    /// CartLine's fields 1 and 2 (product uid, name), encoded; held by the
-    /// caller for as long as the writer runs.
+    /// CartLine's fields 1 to 3 (product uid, name, unit price), encoded;
+    /// held by the caller for as long as the writer runs.
     public var head: UnsafeRawBufferPointer
+    /// The unit price `head` holds (a line says when it differs from the seen price).
     public var unitPriceMinorUnits: Int64
     public var quantity: UInt32
     /// The price times the quantity.
@@ -32,7 +34,6 @@ public struct EncodedCartLine {
         self.outOfStock = outOfStock
         typealias Line = CartBodyWriter.LineField
         var n = head.count
-        n += ProtoWriter.lengthDelimitedFieldSize(Line.unitPrice, EncodedCartWriter.moneySize(unitPriceMinorUnits, currencyField))
         n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
         n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, EncodedCartWriter.moneySize(totalMinorUnits, currencyField))
         if seenPriceMinorUnits != unitPriceMinorUnits {
@@ -48,12 +49,21 @@ public struct EncodedCartLine {
         CartBodyWriter.stringFieldSize(CartBodyWriter.MoneyField.currency, currency)
     }
 
-    /// The head of a line for this product: its uid and name fields.
-    public static func head(productUID: String, name: String) -> [UInt8] {
+    /// The head of a line for this product: its uid, name and unit price
+    /// fields, the price in `currency`.
+    public static func head(productUID: String, name: String, unitPrice: Int64, currency: String) -> [UInt8] {
         var out: [UInt8] = []
         for (field, text) in [(CartBodyWriter.LineField.productUID, productUID), (CartBodyWriter.LineField.name, name)] where !text.isEmpty {
             ProtoWriter.appendLengthDelimitedHeader(field, text.utf8.count, to: &out)
             out.append(contentsOf: text.utf8)
+        }
+        let currencyField = currencyFieldSize(currency)
+        ProtoWriter.appendLengthDelimitedHeader(CartBodyWriter.LineField.unitPrice,
+                                                EncodedCartWriter.moneySize(unitPrice, currencyField), to: &out)
+        ProtoWriter.appendVarintField(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: unitPrice), to: &out)
+        if !currency.isEmpty {
+            ProtoWriter.appendLengthDelimitedHeader(CartBodyWriter.MoneyField.currency, currency.utf8.count, to: &out)
+            out.append(contentsOf: currency.utf8)
         }
         return out
     }
@@ -144,7 +154,6 @@ public struct EncodedCartWriter {
                                                 count: l.pointee.head.count)
                     w.written += l.pointee.head.count
                 }
-                money(Line.unitPrice, l.pointee.unitPriceMinorUnits, currencyBytes, currencyField, &w)
                 w.varintField(Line.quantity, UInt64(l.pointee.quantity))
                 money(Line.lineTotal, l.pointee.totalMinorUnits, currencyBytes, currencyField, &w)
                 if l.pointee.seenPriceMinorUnits != l.pointee.unitPriceMinorUnits {

@@ -28,7 +28,7 @@ struct ProductCacheTests {
         let bread = try #require(try cache.slot("bread"))
         #expect(try cache.slot("milk") === milk, "a second lookup is the same slot, not a read")
         #expect(source.reads.load(ordering: .relaxed) == 2)
-        #expect(EncodedCartLineHeadTests.decode(milk.head) == ["milk", "Milk"])
+        #expect(EncodedCartLineHeadTests.decode(milk.head) == ["milk", "Milk", "100 RUB"])
 
         source.prices.withLock { $0["milk"] = 120 }
         cache.apply(CatalogChange(catalogVersion: 2, stores: [StoreChange(storeUID: "s1", storeVersion: 2, shelfUIDs: ["dairy"], products: [])]))
@@ -48,15 +48,31 @@ struct ProductCacheTests {
     }
 }
 
-/// `EncodedCartLine.head` is a CartLine's first two fields, as protobuf-c reads them.
+/// `EncodedCartLine.head` is a CartLine's first three fields (uid, name,
+/// unit price), as protobuf-c reads them.
 enum EncodedCartLineHeadTests {
-    /// The strings of fields 1 and 2 in `head`, in order.
+    /// The strings of fields 1 and 2 in `head`, in order, then field 3's
+    /// Money as "minor_units currency".
     static func decode(_ head: UnsafeRawBufferPointer) -> [String] {
         var reader = WireReader(head)
         var out: [String] = []
         while !reader.atEnd {
-            guard reader.varint(maxBytes: 1) != nil, let field = reader.lengthDelimited(maxLengthBytes: 3) else { return out + ["?"] }
-            out.append(String(decoding: field, as: UTF8.self))
+            guard let tag = reader.varint(maxBytes: 1), let field = reader.lengthDelimited(maxLengthBytes: 3) else { return out + ["?"] }
+            guard tag >> 3 == 3 else {
+                out.append(String(decoding: field, as: UTF8.self))
+                continue
+            }
+            var money = WireReader(field)
+            var minor: UInt64 = 0
+            var currency = ""
+            while !money.atEnd {
+                switch money.varint(maxBytes: 1) {
+                case 8?: minor = money.varint() ?? 0
+                case 18?: currency = money.lengthDelimited().map { String(decoding: $0, as: UTF8.self) } ?? "?"
+                default: return out + ["?"]
+                }
+            }
+            out.append("\(minor) \(currency)")
         }
         return out
     }

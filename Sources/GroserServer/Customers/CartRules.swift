@@ -184,14 +184,12 @@ public struct CartRules: Sendable {
         try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
             for i in stored.indices {
                 guard let slot = stored[i].slot else { continue }
-                let p = slot.product
-                let price = p.price
-                let total = try totals.add(price, stored[i].quantity)
+                let total = try totals.add(slot.priceMinorUnits, slot.currency, stored[i].quantity)
                 // (One currency a cart: its field is measured once.)
-                if currencyField == 0 { currencyField = EncodedCartLine.currencyFieldSize(price.currency) }
-                lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: price.minorUnits, quantity: stored[i].quantity,
+                if currencyField == 0 { currencyField = EncodedCartLine.currencyFieldSize(slot.currency) }
+                lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: slot.priceMinorUnits, quantity: stored[i].quantity,
                                              totalMinorUnits: total, seenPriceMinorUnits: stored[i].seenPriceMinorUnits,
-                                             outOfStock: p.stock == 0, currencyFieldSize: currencyField))
+                                             outOfStock: slot.outOfStock, currencyFieldSize: currencyField))
             }
         }
         return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items, lines.count - before)
@@ -312,11 +310,16 @@ private struct ShownTotals {
 
     /// Adds a line; returns its total (the price times the quantity).
     mutating func add(_ price: Money, _ quantity: UInt32) throws(Refusal) -> Int64 {
-        if currency == nil { currency = price.currency }
-        guard currency == price.currency else {
-            throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(price.currency)).")
+        try add(price.minorUnits, price.currency, quantity)
+    }
+
+    @inline(__always)
+    mutating func add(_ minorUnits: Int64, _ lineCurrency: String, _ quantity: UInt32) throws(Refusal) -> Int64 {
+        if currency == nil { currency = lineCurrency }
+        guard currency == lineCurrency else {
+            throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(lineCurrency)).")
         }
-        let (total, overflow) = price.minorUnits.multipliedReportingOverflow(by: Int64(quantity))
+        let (total, overflow) = minorUnits.multipliedReportingOverflow(by: Int64(quantity))
         let (sum, overflow2) = subtotal.addingReportingOverflow(total)
         guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }
         subtotal = sum

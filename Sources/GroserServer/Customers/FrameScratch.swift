@@ -62,7 +62,7 @@ final class FrameScratch {
                 initialized = count
             }
         } else {
-            frames.append(contentsOf: written)
+            frames.append(contentsOf: written.bindMemory(to: UInt8.self))
         }
         if frames.capacity > 0 && frames.capacity <= Self.keptCapacity && lent.count < Self.lentLimit {
             lent.append(unsafeBitCast(frames, to: AnyObject.self))
