@@ -1,7 +1,7 @@
 """Writes a customer log of many sessions straight into groserd's data
 directory, for tools/bench-customer-startup's --sessions shape: SESSIONS
 guest sessions, each with one cart of the given products (one line each,
-quantity 1), placed on their shards the way groserd places them (the key's
+quantity 1; no cart when no product is given), placed on their shards the way groserd places them (the key's
 first byte modulo the shard count). The records are groserd's own binary
 form (CustomerRecordCodec in Sources/GroserStorage/Customers/CustomerState.swift,
 framed as CustomerLog frames them: length u32, crc32c u32, payload).
@@ -44,7 +44,8 @@ def main() -> None:
         shard = key[0] % shards
         # kind 1: a session; kind 2: its cart, version = one add per line.
         buffers[shard].append(framed(b"\x01" + key + struct.pack("<q", now)))
-        buffers[shard].append(framed(b"\x02" + key + cart_tail))
+        if products:
+            buffers[shard].append(framed(b"\x02" + key + cart_tail))
         if len(buffers[shard]) >= 20000:
             outs[shard].write(b"".join(buffers[shard]))
             buffers[shard].clear()
