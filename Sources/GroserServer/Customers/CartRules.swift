@@ -52,13 +52,28 @@ public struct CartRules: Sendable {
         return next
     }
 
+    /// Where a rule finds the product's line: by searching the cart, or
+    /// where its caller found it already (nil: the cart has none), so that a
+    /// mutation reads the cart's lines once.
+    public enum LineOf: Sendable {
+        case search
+        case at(Int?)
+
+        func index(of uid: String, in cart: borrowing StoredCart) -> Int? {
+            switch self {
+            case .search: return CartRules.line(of: uid, in: cart)
+            case .at(let i): return i
+            }
+        }
+    }
+
     public func addEdit(_ cart: borrowing StoredCart, product uid: String, quantity: UInt32, storeUID: String,
-                        _ lookup: Lookup) throws(Refusal) -> CartEdit {
+                        _ lookup: Lookup, line: LineOf = .search) throws(Refusal) -> CartEdit {
         guard (1...limits.maximumQuantity).contains(quantity) else {
             throw Refusal(.invalidArgument, "The quantity must be 1 to \(limits.maximumQuantity), not \(quantity).")
         }
         let p = try orderable(uid, storeUID: storeUID, lookup)
-        if let i = Self.line(of: uid, in: cart) {
+        if let i = line.index(of: uid, in: cart) {
             let have = cart.lines[i].quantity
             let (total, overflow) = have.addingReportingOverflow(quantity)
             guard !overflow, total <= limits.maximumQuantity else {
@@ -71,12 +86,12 @@ public struct CartRules: Sendable {
 
     /// nil: nothing to change (a quantity of 0 for a product the cart does not hold).
     public func setQuantityEdit(_ cart: borrowing StoredCart, product uid: String, quantity: UInt32, storeUID: String,
-                                _ lookup: Lookup) throws(Refusal) -> CartEdit? {
+                                _ lookup: Lookup, line: LineOf = .search) throws(Refusal) -> CartEdit? {
         try requireProductUID(uid)
         guard quantity <= limits.maximumQuantity else {
             throw Refusal(.invalidArgument, "The quantity must be 0 to \(limits.maximumQuantity), not \(quantity).")
         }
-        let index = Self.line(of: uid, in: cart)
+        let index = line.index(of: uid, in: cart)
         if quantity == 0 { return index.map { .remove(at: $0) } }
         if let index {
             // Lowering is always allowed; raising needs the product in stock.
@@ -86,9 +101,9 @@ public struct CartRules: Sendable {
         return try appendEdit(try orderable(uid, storeUID: storeUID, lookup), quantity: quantity, to: cart)
     }
 
-    public func removeEdit(_ cart: borrowing StoredCart, product uid: String) throws(Refusal) -> CartEdit {
+    public func removeEdit(_ cart: borrowing StoredCart, product uid: String, line: LineOf = .search) throws(Refusal) -> CartEdit {
         try requireProductUID(uid)
-        guard let index = Self.line(of: uid, in: cart) else {
+        guard let index = line.index(of: uid, in: cart) else {
             throw Refusal(.notFound, "The product \"\(clip(uid))\" is not in the cart.")
         }
         return .remove(at: index)
@@ -96,7 +111,7 @@ public struct CartRules: Sendable {
 
     /// The line holding `uid`, read in place (`firstIndex(where:)` handed
     /// its closure a copy of each line).
-    private static func line(of uid: String, in cart: borrowing StoredCart) -> Int? {
+    static func line(of uid: String, in cart: borrowing StoredCart) -> Int? {
         cart.lines.withUnsafeBufferPointer { b in b.indices.first { b[$0].productUID == uid } }
     }
 

@@ -10,7 +10,7 @@ extension CustomerShard {
     /// (nil: none, the version alone moves on).
     func mutate(_ field: MethodField, _ id: UInt64, _ m: CartMutation, fingerprint: @autoclosure () -> String, _ key: SessionKey?,
                 _ catalog: EncodedCatalog, _ now: Int64, _ batch: inout Batch, product requested: String? = nil,
-                decide: (borrowing StoredCart, CartRules.Lookup) throws(Refusal) -> CartEdit?) throws -> CommerceOutcome {
+                decide: (borrowing StoredCart, CartRules.Lookup, CartRules.LineOf) throws(Refusal) -> CartEdit?) throws -> CommerceOutcome {
         // Keys only: a copy of the session or of its holder, alive while
         // the state changes below, made the carts dictionary copy on write.
         // The holder's place in the sessions is found once (each lookup
@@ -31,10 +31,16 @@ extension CustomerShard {
         var found = withSession(at: holder) { s in s.carts.index(forKey: m.storeUID) }
         var cart = found.map { c in withSession(at: holder) { s in s.carts[at: c] } } ?? StoredCart()
         try rules.checkVersion(cart, expected: m.expectedVersion)
-        // The requested product's line, when the cart has one with a good
-        // slot, answers the rule's lookup (no hashing of the uid).
-        if let requested, let slot = Self.slot(of: requested, in: cart), trusted(slot) { remember(slot, for: requested) }
-        let edit = try decide(cart, look)
+        // The requested product's line is found once, for the rule, and
+        // when it has a good slot that answers the rule's lookup (no hashing
+        // of the uid).
+        var line = CartRules.LineOf.search
+        if let requested {
+            let i = CartRules.line(of: requested, in: cart)
+            line = .at(i)
+            if let i, let slot = cart.lines[i].slot, trusted(slot) { remember(slot, for: requested) }
+        }
+        let edit = try decide(cart, look, line)
         cart = StoredCart()
         try checkLookups()
         let created = found == nil
@@ -111,14 +117,6 @@ extension CustomerShard {
         }
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
-    }
-
-    /// The slot of `uid`'s line in `cart`, when it has a line with one.
-    private static func slot(of uid: String, in cart: borrowing StoredCart) -> ProductSlot? {
-        cart.lines.withUnsafeBufferPointer { b in
-            for i in b.indices where b[i].productUID == uid { return b[i].slot }
-            return nil
-        }
     }
 
     /// `edit` made in place (nil: the version alone moves on).

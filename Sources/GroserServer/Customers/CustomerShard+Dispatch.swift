@@ -78,19 +78,19 @@ extension CustomerShard {
             return .ok(.getCart, BodyEncoder.cart(shown))
 
         case .addItem(let m, let product, let quantity):
-            return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, product: product) { cart, look throws(Refusal) in
-                try rules.addEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+            return try mutate(.addItem, id, m, fingerprint: "add|\(product)|\(quantity)", key, catalog, now, &batch, product: product) { cart, look, line throws(Refusal) in
+                try rules.addEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look, line: line)
             }
         case .setQuantity(let m, let product, let quantity):
-            return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, product: product) { cart, look throws(Refusal) in
-                try rules.setQuantityEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look)
+            return try mutate(.setQuantity, id, m, fingerprint: "set|\(product)|\(quantity)", key, catalog, now, &batch, product: product) { cart, look, line throws(Refusal) in
+                try rules.setQuantityEdit(cart, product: product, quantity: quantity, storeUID: m.storeUID, look, line: line)
             }
         case .removeItem(let m, let product):
-            return try mutate(.removeItem, id, m, fingerprint: "remove|\(product)", key, catalog, now, &batch) { cart, _ throws(Refusal) in
-                try rules.removeEdit(cart, product: product)
+            return try mutate(.removeItem, id, m, fingerprint: "remove|\(product)", key, catalog, now, &batch, product: product) { cart, _, line throws(Refusal) in
+                try rules.removeEdit(cart, product: product, line: line)
             }
         case .clearCart(let m):
-            return try mutate(.clearCart, id, m, fingerprint: "clear", key, catalog, now, &batch) { _, _ in .clear }
+            return try mutate(.clearCart, id, m, fingerprint: "clear", key, catalog, now, &batch) { _, _, _ in .clear }
 
         case .checkout(let d):
             guard let tx else { throw Refusal(.internal, "Checkout reached a shard without the order store.") }
