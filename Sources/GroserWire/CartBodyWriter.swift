@@ -102,6 +102,16 @@ enum CartBodyWriter {
                 copy.withUTF8 { bytes(field, $0) }
             }
         }
+        /// `bytes` for a few bytes (a currency code): copied in a loop, not
+        /// by a call to memcpy.
+        @inlinable @inline(__always)
+        mutating func shortBytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
+            guard utf8.count > 0 else { return }
+            guard utf8.count <= 8 else { return bytes(field, utf8) }
+            header(field, utf8.count)
+            for i in 0..<utf8.count { base[written + i] = utf8[i] }
+            written += utf8.count
+        }
         @inlinable @inline(__always)
         mutating func bytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
             guard utf8.count > 0 else { return }

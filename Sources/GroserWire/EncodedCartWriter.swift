@@ -20,6 +20,10 @@ public struct EncodedCartLine {
     /// The CartLine message's size (without its own tag and length),
     /// measured once for the writer's two passes.
     let size: Int
+    /// The sizes of the line's total and previous price Money messages,
+    /// measured once for both passes.
+    let totalMoneySize: Int32
+    let seenMoneySize: Int32
 
     /// A line whose money is in a currency whose Money field takes
     /// `currencyFieldSize` bytes (`currencyFieldSize(_:)`; every line of a
@@ -35,10 +39,16 @@ public struct EncodedCartLine {
         typealias Line = CartBodyWriter.LineField
         var n = head.count
         n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
-        n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, EncodedCartWriter.moneySize(totalMinorUnits, currencyField))
+        let total = EncodedCartWriter.moneySize(totalMinorUnits, currencyField)
+        totalMoneySize = Int32(total)
+        n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, total)
         if seenPriceMinorUnits != unitPriceMinorUnits {
+            let seen = EncodedCartWriter.moneySize(seenPriceMinorUnits, currencyField)
+            seenMoneySize = Int32(seen)
             n += ProtoWriter.varintFieldSize(Line.priceChanged, 1)
-            n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, EncodedCartWriter.moneySize(seenPriceMinorUnits, currencyField))
+            n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, seen)
+        } else {
+            seenMoneySize = 0
         }
         if outOfStock { n += ProtoWriter.varintFieldSize(Line.outOfStock, 1) }
         size = n
@@ -155,14 +165,14 @@ public struct EncodedCartWriter {
                     w.written += l.pointee.head.count
                 }
                 w.varintField(Line.quantity, UInt64(l.pointee.quantity))
-                money(Line.lineTotal, l.pointee.totalMinorUnits, currencyBytes, currencyField, &w)
+                money(Line.lineTotal, l.pointee.totalMinorUnits, Int(l.pointee.totalMoneySize), currencyBytes, &w)
                 if l.pointee.seenPriceMinorUnits != l.pointee.unitPriceMinorUnits {
                     w.varintField(Line.priceChanged, 1)
-                    money(Line.previousPrice, l.pointee.seenPriceMinorUnits, currencyBytes, currencyField, &w)
+                    money(Line.previousPrice, l.pointee.seenPriceMinorUnits, Int(l.pointee.seenMoneySize), currencyBytes, &w)
                 }
                 if l.pointee.outOfStock { w.varintField(Line.outOfStock, 1) }
             }
-            money(Field.subtotal, cart.subtotal, currencyBytes, currencyField, &w)
+            money(Field.subtotal, cart.subtotal, Self.moneySize(cart.subtotal, currencyField), currencyBytes, &w)
             w.varintField(Field.itemCount, UInt64(cart.itemCount))
             w.bytes(Field.currency, currencyBytes)
             w.varintField(Field.version, cart.version)
@@ -174,11 +184,12 @@ public struct EncodedCartWriter {
         ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
     }
 
+    /// A Money field of `size` bytes (`moneySize`, measured already).
     @inline(__always)
-    private func money(_ field: UInt32, _ minorUnits: Int64, _ currency: UnsafeBufferPointer<UInt8>, _ currencyField: Int,
+    private func money(_ field: UInt32, _ minorUnits: Int64, _ size: Int, _ currency: UnsafeBufferPointer<UInt8>,
                        _ w: inout CartBodyWriter.Cursor) {
-        w.header(field, Self.moneySize(minorUnits, currencyField))
+        w.header(field, size)
         w.varintField(MoneyField.minorUnits, UInt64(bitPattern: minorUnits))
-        w.bytes(MoneyField.currency, currency)
+        w.shortBytes(MoneyField.currency, currency)
     }
 }
