@@ -128,9 +128,9 @@ public final class ProductSlot: @unchecked Sendable {
     public let outOfStock: Bool
     /// The product's uid, name and price as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
-    public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
-    private let storage: UnsafeMutableRawPointer
-    private let headCount: Int
+    @inlinable public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
+    @usableFromInline let storage: UnsafeMutableRawPointer
+    @usableFromInline let headCount: Int
 
     public init(_ product: ProductRecord, owner: ObjectIdentifier? = nil) {
         self.product = product

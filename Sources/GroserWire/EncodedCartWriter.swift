@@ -19,15 +19,17 @@ public struct EncodedCartLine {
     public var outOfStock: Bool
     /// The CartLine message's size (without its own tag and length),
     /// measured once for the writer's two passes.
-    let size: Int
+    @usableFromInline let size: Int
     /// The sizes of the line's total and previous price Money messages,
     /// measured once for both passes.
-    let totalMoneySize: Int32
-    let seenMoneySize: Int32
+    @usableFromInline let totalMoneySize: Int32
+    @usableFromInline let seenMoneySize: Int32
 
     /// A line whose money is in a currency whose Money field takes
     /// `currencyFieldSize` bytes (`currencyFieldSize(_:)`; every line of a
-    /// cart is in the cart's currency).
+    /// cart is in the cart's currency). Inlinable: a shard makes one a line
+    /// shown, and a call here kept the line's product slot retained.
+    @inlinable
     public init(head: UnsafeRawBufferPointer, unitPriceMinorUnits: Int64, quantity: UInt32, totalMinorUnits: Int64,
                 seenPriceMinorUnits: Int64, outOfStock: Bool, currencyFieldSize currencyField: Int) {
         self.head = head
@@ -39,11 +41,11 @@ public struct EncodedCartLine {
         typealias Line = CartBodyWriter.LineField
         var n = head.count
         n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
-        let total = EncodedCartWriter.moneySize(totalMinorUnits, currencyField)
+        let total = ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: totalMinorUnits)) + currencyField
         totalMoneySize = Int32(total)
         n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, total)
         if seenPriceMinorUnits != unitPriceMinorUnits {
-            let seen = EncodedCartWriter.moneySize(seenPriceMinorUnits, currencyField)
+            let seen = ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: seenPriceMinorUnits)) + currencyField
             seenMoneySize = Int32(seen)
             n += ProtoWriter.varintFieldSize(Line.priceChanged, 1)
             n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, seen)
