@@ -39,10 +39,21 @@ struct FrameScratchTests {
         #expect(!made.dropFirst().contains(made[0]), "the held array was not handed out again")
     }
 
+    @Test func aSmallBatchDoesNotTakeALargeArray() {
+        // An answer a connection holds keeps its whole array alive.
+        let scratch = FrameScratch()
+        var big: [UInt8]? = Self.batch(scratch, [UInt8](repeating: 1, count: 50_000))
+        let bigStorage = Self.address(big!)
+        big = nil
+        let small = Self.batch(scratch, [2, 3])
+        #expect(small == [2, 3])
+        #expect(Self.address(small) != bigStorage && small.capacity < 1_000, "a 2-byte batch leaves in a small array")
+    }
+
     @Test func aBatchLargerThanEveryArrayGetsANewOne() {
         let scratch = FrameScratch()
         _ = Self.batch(scratch, [7])
-        let big = [UInt8](repeating: 9, count: FrameScratch.reusedCapacity * 3)
+        let big = [UInt8](repeating: 9, count: 100_000)
         #expect(Self.batch(scratch, big) == big)
         #expect(Self.batch(scratch, [8]) == [8])
     }

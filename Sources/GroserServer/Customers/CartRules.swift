@@ -62,7 +62,10 @@ public struct CartRules: Sendable {
         func index(of uid: String, in cart: borrowing StoredCart) -> Int? {
             switch self {
             case .search: return CartRules.line(of: uid, in: cart)
-            case .at(let i): return i
+            case .at(let i):
+                assert(i.map { cart.lines[$0].productUID == uid } ?? !cart.lines.contains { $0.productUID == uid },
+                       "CartRules.LineOf.at: not where \(uid)'s line is")
+                return i
             }
         }
     }

@@ -21,8 +21,6 @@ final class FrameScratch {
     /// it. At most `lentLimit`, each of at most `keptCapacity` bytes.
     private var lent: [AnyObject] = []
     static let lentLimit = 8
-    /// The least room of an array `take` makes.
-    static let reusedCapacity = 16 * 1024
 
     init(capacity: Int = 64 * 1024) {
         precondition(MemoryLayout<[UInt8]>.size == MemoryLayout<AnyObject>.size, "FrameScratch: an array is not one reference")
@@ -53,19 +51,28 @@ final class FrameScratch {
     /// Every frame written so far, in one array (one the loop has given up,
     /// or a new one); the scratch is empty again.
     func take() -> [UInt8] {
+        guard count > 0 else { return [] }
         let written = UnsafeRawBufferPointer(start: base, count: count)
         var frames = reclaim(capacity: count) ?? []
         if frames.capacity == 0 {
-            // Room for the batches to come (reused only when large enough).
-            frames = [UInt8](unsafeUninitializedCapacity: Swift.max(count, Self.reusedCapacity)) { buffer, initialized in
+            // Some room for the batches to come, at most twice this one's:
+            // an answer a connection holds keeps its whole array.
+            frames = [UInt8](unsafeUninitializedCapacity: count <= 64 ? 128 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)) { buffer, initialized in
                 if count > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count) }
                 initialized = count
             }
         } else {
             frames.append(contentsOf: written.bindMemory(to: UInt8.self))
         }
-        if frames.capacity > 0 && frames.capacity <= Self.keptCapacity && lent.count < Self.lentLimit {
-            lent.append(unsafeBitCast(frames, to: AnyObject.self))
+        if frames.capacity <= Self.keptCapacity {
+            if lent.count < Self.lentLimit {
+                lent.append(unsafeBitCast(frames, to: AnyObject.self))
+            } else {
+                // A free one that did not fit makes room for this one.
+                var i = 0
+                while i < lent.count && !isKnownUniquelyReferenced(&lent[i]) { i += 1 }
+                if i < lent.count { lent[i] = unsafeBitCast(frames, to: AnyObject.self) }
+            }
         }
         count = 0
         if capacity > Self.keptCapacity {
@@ -76,22 +83,31 @@ final class FrameScratch {
         return frames
     }
 
-    /// An empty array of at least `capacity` bytes that the loop has given
-    /// up (nil when there is none yet); the ones too small go.
+    /// An empty array of `capacity` to 4 × `capacity` bytes (the least
+    /// such) that the loop has given up, or nil; an answer a connection
+    /// holds keeps its whole array, so a large one is not used for a small
+    /// batch.
     private func reclaim(capacity: Int) -> [UInt8]? {
+        var best: Int?
+        var bestCapacity = Int.max
+        // (A while loop: `for i in lent.indices where ...` kept a copy of
+        // `lent` alive, so `&lent[i]` copied it and no element was unique.)
         var i = 0
         while i < lent.count {
-            guard isKnownUniquelyReferenced(&lent[i]) else { i += 1; continue }
-            // The loop's last release of it happened before this: its reads
-            // of the old frames are done before the writes to come.
-            atomicMemoryFence(ordering: .acquiring)
-            let storage = lent.remove(at: i)
-            var frames = unsafeBitCast(consume storage, to: [UInt8].self)
-            guard frames.capacity >= capacity else { continue }
-            frames.removeAll(keepingCapacity: true)
-            return frames
+            if isKnownUniquelyReferenced(&lent[i]) {
+                let c = unsafeBitCast(lent[i], to: [UInt8].self).capacity
+                if c >= capacity && c <= Swift.max(4 * capacity, 256) && c < bestCapacity { (best, bestCapacity) = (i, c) }
+            }
+            i += 1
         }
-        return nil
+        guard let best else { return nil }
+        // The loop's last release of it happened before this: its reads of
+        // the old frames are done before the writes to come.
+        atomicMemoryFence(ordering: .acquiring)
+        let storage = lent.remove(at: best)
+        var frames = unsafeBitCast(consume storage, to: [UInt8].self)
+        frames.removeAll(keepingCapacity: true)
+        return frames
     }
 
     private func reserve(_ n: Int) {

@@ -26,29 +26,44 @@ public struct SessionState: Sendable, Hashable {
     /// By idempotency key.
     @inlinable public var answers: [String: StoredAnswer] {
         get { rare?.answers ?? [:] }
-        _modify { yield &uniqueRare().answers }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().answers
+        }
     }
     /// Set when this entry is an account (it never expires).
     @inlinable public var account: AccountRecord? {
         get { rare?.account }
-        _modify { yield &uniqueRare().account }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().account
+        }
     }
     /// A logged-in session: the account entry that holds its carts and orders.
     @inlinable public var owner: SessionKey? {
         get { rare?.owner }
-        _modify { yield &uniqueRare().owner }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().owner
+        }
     }
     /// A guest session a login is merging into this account entry: it takes
     /// no more changes, and is removed once the account has its lines.
     @inlinable public var sealedInto: SessionKey? {
         get { rare?.sealedInto }
-        _modify { yield &uniqueRare().sealedInto }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().sealedInto
+        }
     }
     /// An account's merges, by guest session: the login's answer (without a
     /// token), so that a retried merge merges nothing and answers the same.
     @inlinable public var absorbed: [SessionKey: StoredAnswer] {
         get { rare?.absorbed ?? [:] }
-        _modify { yield &uniqueRare().absorbed }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().absorbed
+        }
     }
     /// A mark left where a guest session was merged into an account by a
     /// login: its token may still be good unstored (see groserd's
@@ -56,7 +71,19 @@ public struct SessionState: Sendable, Hashable {
     /// nothing else and expires as an idle session does.
     @inlinable public var ended: Bool {
         get { rare?.ended ?? false }
-        _modify { yield &uniqueRare().ended }
+        _modify {
+            defer { dropRareIfEmpty() }
+            yield &uniqueRare().ended
+        }
+    }
+
+    /// Keeps the promise that `rare` is nil while every rare fact is empty
+    /// (a session whose answers expired frees its box).
+    @usableFromInline
+    mutating func dropRareIfEmpty() {
+        if let r = rare, r.answers.isEmpty, r.account == nil, r.owner == nil, r.sealedInto == nil, r.absorbed.isEmpty, !r.ended {
+            rare = nil
+        }
     }
 
     @usableFromInline

@@ -31,7 +31,10 @@ public struct SessionTable: Sendable, Equatable, Sequence {
     @usableFromInline var shift: UInt64 = 64
     /// Mixed into every key's home: a random seed, so that keys a client can
     /// choose (an account's, from its email) do not pick their buckets.
-    @usableFromInline let seed = UInt64.random(in: .min ... .max)
+    @usableFromInline let seed = SessionTable.processSeed
+    /// One random seed a process (a table is made for every session a
+    /// PostgreSQL commit encodes: a system random read each was too many).
+    @usableFromInline static let processSeed = UInt64.random(in: .min ... .max)
 
     /// The key's home bucket: its first word (the key is a BLAKE2b hash)
     /// with the seed, by Fibonacci hashing (the product's top bits).
