@@ -41,11 +41,11 @@ public struct EncodedCartLine {
         typealias Line = CartBodyWriter.LineField
         var n = head.count
         n += ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
-        let total = ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: totalMinorUnits)) + currencyField
+        let total = EncodedCartWriter.moneySize(totalMinorUnits, currencyField)
         totalMoneySize = Int32(total)
         n += ProtoWriter.lengthDelimitedFieldSize(Line.lineTotal, total)
         if seenPriceMinorUnits != unitPriceMinorUnits {
-            let seen = ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: seenPriceMinorUnits)) + currencyField
+            let seen = EncodedCartWriter.moneySize(seenPriceMinorUnits, currencyField)
             seenMoneySize = Int32(seen)
             n += ProtoWriter.varintFieldSize(Line.priceChanged, 1)
             n += ProtoWriter.lengthDelimitedFieldSize(Line.previousPrice, seen)
@@ -182,8 +182,10 @@ public struct EncodedCartWriter {
         } }
     }
 
+    /// A Money message's size (inlinable: `EncodedCartLine.init` is).
+    @inlinable
     static func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
-        ProtoWriter.varintFieldSize(MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
+        ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
     }
 
     /// A Money field of `size` bytes (`moneySize`, measured already).

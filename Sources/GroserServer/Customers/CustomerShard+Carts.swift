@@ -129,19 +129,7 @@ extension CustomerShard {
     /// Stores a session's cart for `storeUID`, in place, undoably, and logs
     /// it: the one line that changed when that is all (`CartLineChange`),
     /// else the whole cart.
-    func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch,
-              at place: (session: SessionIndex, cart: Int?)? = nil) {
-        if let place {
-            let (old, lastActive) = withSession(at: place.session) { s in
-                defer { s.lastActiveUnix = now }
-                guard let c = place.cart else { return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix) }
-                var replaced = cart
-                swap(&replaced, &s.carts[at: c])
-                return (Optional(replaced), s.lastActiveUnix)
-            }
-            batch.records.append(record(key, storeUID, old, cart, now))
-            return batch.undo.append(.cart(key, storeUID: storeUID, old, lastActiveUnix: lastActive))
-        }
+    func save(_ cart: StoredCart, key: SessionKey, storeUID: String, _ now: Int64, _ batch: inout Batch) {
         let replaced = withSession(key) { s in
             defer { s.lastActiveUnix = now }
             return (s.carts.updateValue(cart, forKey: storeUID), s.lastActiveUnix)

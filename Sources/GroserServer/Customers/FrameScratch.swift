@@ -58,7 +58,7 @@ final class FrameScratch {
             // Some room for the batches to come, at most twice this one's:
             // an answer a connection holds keeps its whole array.
             frames = [UInt8](unsafeUninitializedCapacity: count <= 64 ? 128 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)) { buffer, initialized in
-                if count > 0 { UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count) }
+                UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count)
                 initialized = count
             }
         } else {

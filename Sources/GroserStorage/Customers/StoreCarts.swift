@@ -105,10 +105,6 @@ public struct StoreCarts: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         return old
     }
 
-    /// The store uids, in the order their carts came.
-    public var keys: [String] { map(\.key) }
-    public var values: [StoredCart] { map(\.value) }
-
     /// The carts as a dictionary (what the login's merge rules take).
     public var dictionary: [String: StoredCart] { Dictionary(uniqueKeysWithValues: map { ($0.key, $0.value) }) }
 
