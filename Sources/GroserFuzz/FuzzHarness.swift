@@ -200,7 +200,7 @@ public final class FuzzHarness {
 
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
             var out: [UInt8] = []
-            return answer(body, receivedAt: receivedAt, slot: slot, into: &out) == .awaiting ? .awaiting : .ready(out[...])
+            return answer(body, receivedAt: receivedAt, slot: slot, into: &out) == .awaiting ? .awaiting : .ready(FrameRun(out))
         }
 
         mutating func answer(held request: Request, receivedAt: UInt64, into out: inout [UInt8]) {}
@@ -227,12 +227,31 @@ public final class FuzzHarness {
             while let (slot, id) = responder.awaited.popLast() {
                 var frame: [UInt8] = []
                 ResponseFrameWriter.appendOK(id: id, field: .logout, body: [], to: &frame)
-                if rng.next() % 2 == 0 {
+                switch rng.next() % 3 {
+                case 0:
                     machine.answerArrived(slot: slot, frame: frame, &responder)
-                } else {
+                case 1:
                     var out: [UInt8] = []
                     machine.answerArrived(slot: slot, frame: frame, into: &out, &responder)
                     let n = out.isEmpty ? 0 : min(Int(rng.next() % 61), out.count)
+                    written += out[0..<n]
+                    machine.keep(&out, written: n, now: now)
+                default:
+                    // As the loop: the answer a run of a worker's array,
+                    // written from there, then what was copied after it.
+                    var out: [UInt8] = []
+                    var run: FrameRun?
+                    let batch = [UInt8](repeating: 0, count: Int(rng.next() % 5)) + frame
+                    machine.answerArrived(slot: slot, frame: FrameRun(batch, batch.count - frame.count..<batch.count),
+                                          into: &out, run: &run, &responder)
+                    var open = true
+                    if let run {
+                        let n = min(Int(rng.next() % 61), run.count)
+                        written += run.bytes[0..<n]
+                        run.withUnsafeBytes { machine.keep($0, written: n, now: now) }
+                        open = n == run.count
+                    }
+                    let n = out.isEmpty || !open ? 0 : min(Int(rng.next() % 61), out.count)
                     written += out[0..<n]
                     machine.keep(&out, written: n, now: now)
                 }

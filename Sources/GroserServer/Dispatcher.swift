@@ -73,7 +73,7 @@ public struct Dispatcher: Sendable {
                                    to executors: E) -> ConnectionStateMachine.HeldAnswer {
         guard request.id != 0, request.method.field?.executor.isDeferred == true else { return .later(request, receivedAt: receivedAt) }
         var frame: [UInt8] = []
-        return send(request, receivedAt: receivedAt, slot: slot, to: executors, into: &frame) == .awaiting ? .awaiting : .ready(frame[...])
+        return send(request, receivedAt: receivedAt, slot: slot, to: executors, into: &frame) == .awaiting ? .awaiting : .ready(FrameRun(frame))
     }
 
     /// The one place a method's executor is read.

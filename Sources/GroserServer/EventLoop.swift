@@ -282,13 +282,16 @@ final class EventLoop: @unchecked Sendable {
         answerTurn &+= 1
         touched.removeAll(keepingCapacity: true)
         var run: Connection?
+        // A connection's answers that follow each other in a worker's
+        // array, written from there (`FrameRun`), ahead of `output`.
+        var frames: FrameRun?
         // Read in place: `answers[i]` copied each answer (its frame retained
         // and released), twice.
         answers.withUnsafeBufferPointer { answers in
         for i in answers.indices {
             let a = answers.baseAddress! + i
             if let c = run, c.socket.descriptor != a.pointee.address.fd || c.serial != a.pointee.address.serial {
-                deliver(c)
+                deliver(c, first: frames.take())
                 run = nil
             }
             if run == nil {
@@ -304,7 +307,7 @@ final class EventLoop: @unchecked Sendable {
             var out: [UInt8] = []
             swap(&out, &output)
             var responder = LoopResponder(loop: self, connection: c, dispatcher: dispatcher)
-            c.machine.answerArrived(slot: a.pointee.address.slot, frame: a.pointee.frame, into: &out, &responder)
+            c.machine.answerArrived(slot: a.pointee.address.slot, frame: a.pointee.frame, into: &out, run: &frames, &responder)
             swap(&out, &output)
             if let status = a.pointee.status, logger.level != .debug {
                 counters.record(loop: index, method: a.pointee.address.method, status: status,
@@ -314,38 +317,48 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         }
-        if let c = run { deliver(c) }
+        if let c = run { deliver(c, first: frames.take()) }
         for i in touched.indices { finishIO(touched[i]) }
         touched.removeAll(keepingCapacity: true)
         inbox.recycle(answers)
     }
 
-    /// Writes the answers in `output` to the connection, or queues them
-    /// behind answers it has not taken yet. What the socket does not take
-    /// moves to the connection (its buffer swapped in, not copied).
-    private func deliver(_ connection: Connection) {
-        guard !output.isEmpty else { return }
+    /// Writes the answers in `first` (a worker's answers, from its array)
+    /// and `output` to the connection, or queues them behind answers it has
+    /// not taken yet. What the socket does not take moves to the connection
+    /// (copied into its chunks).
+    private func deliver(_ connection: Connection, first: FrameRun? = nil) {
+        guard !output.isEmpty || first != nil else { return }
         defer {
             output.removeAll(keepingCapacity: output.capacity <= LoopHousekeeping.retainedOutputCapacity)
         }
-        guard connection.machine.mayWriteDirectly else {
-            connection.machine.keep(&output, written: 0, now: monotonicNanoseconds())
-            return
-        }
-        var written = 0
-        write: while written < output.count {
-            let result = output.withUnsafeBytes { raw in
-                Result { () throws(Errno) -> IOResult in
-                    try connection.socket.write(UnsafeRawBufferPointer(rebasing: raw[written...]))
-                }
-            }
-            switch result {
-            case .success(.processed(let n)): written += n
-            // A failed write is left to `flush`, which fails the same way and closes.
-            case .success(.wouldBlock), .failure: break write
+        var open = connection.machine.mayWriteDirectly
+        if let first {
+            first.withUnsafeBytes { bytes in
+                let written = open ? write(bytes, to: connection) : 0
+                connection.machine.keep(bytes, written: written, now: monotonicNanoseconds())
+                open = written == bytes.count
             }
         }
+        guard !output.isEmpty else { return }
+        let written = open ? output.withUnsafeBytes { write($0, to: connection) } : 0
         connection.machine.keep(&output, written: written, now: monotonicNanoseconds())
+    }
+
+    /// Offers `bytes` to the connection's socket until it takes them all or
+    /// would block; returns how many it took. (A failed write is left to
+    /// `flush`, which fails the same way and closes.)
+    private func write(_ bytes: UnsafeRawBufferPointer, to connection: Connection) -> Int {
+        var written = 0
+        while written < bytes.count {
+            switch Result(catching: { () throws(Errno) -> IOResult in
+                try connection.socket.write(UnsafeRawBufferPointer(rebasing: bytes[written...]))
+            }) {
+            case .success(.processed(let n)): written += n
+            case .success(.wouldBlock), .failure: return written
+            }
+        }
+        return written
     }
 
     /// Writes pending output, resumes a connection that was waiting, then

@@ -140,6 +140,60 @@ struct ConnectionStateMachineTests {
         #expect(m.held.isEmpty)
     }
 
+    /// A worker's answers that follow each other in its array leave as one
+    /// run, written from that array; an answer made on the loop in between
+    /// (or one from elsewhere in the array) is copied after the run, so the
+    /// socket still sees the requests' order.
+    @Test func consecutiveAnswersOfOneBatchLeaveAsOneUncopiedRun() {
+        var m = machine()
+        var r = Responder(awaited: [1, 2, 3, 5])
+        var out: [UInt8] = []
+        feed(&m, requests([1, 2, 3, 4, 5]), &r, into: &out)
+        #expect(out.isEmpty && r.submitted.map(\.id) == [1, 2, 3, 5])
+        // One batch's array: 1, 2 and 5 back to back, 3 after a gap.
+        let batch = r.frame(1) + r.frame(2) + [9, 9] + r.frame(3) + r.frame(5)
+        var at = 0
+        func run(_ id: UInt64, skip: Int = 0) -> FrameRun {
+            at += skip
+            let n = r.frame(id).count
+            defer { at += n }
+            return FrameRun(batch, at..<at + n)
+        }
+        let (one, two, three, five) = (run(1), run(2), run(3, skip: 2), run(5))
+        var first: FrameRun?
+        m.answerArrived(slot: r.submitted[0].slot, frame: one, into: &out, run: &first, &r)
+        m.answerArrived(slot: r.submitted[1].slot, frame: two, into: &out, run: &first, &r)
+        #expect(first?.range == 0..<(r.frame(1) + r.frame(2)).count, "1 and 2 joined, not copied")
+        #expect(out.isEmpty)
+        m.answerArrived(slot: r.submitted[2].slot, frame: three, into: &out, run: &first, &r)
+        #expect(first?.range == 0..<(r.frame(1) + r.frame(2)).count, "3 is not next to 2 in the array")
+        // 3 copied, then 4 answered on the loop, then 5 copied behind them.
+        m.answerArrived(slot: r.submitted[3].slot, frame: five, into: &out, run: &first, &r)
+        #expect(ids(first!.bytes) == [1, 2])
+        #expect(ids(out) == [3, 4, 5])
+        #expect(m.held.isEmpty && m.pendingOutputBytes == 0)
+        // The socket takes 3 bytes of the run: the rest of it, then `out`, is owed.
+        first!.withUnsafeBytes { m.keep($0, written: 3, now: 1) }
+        m.keep(&out, written: 0, now: 1)
+        #expect(m.output.bytes == Array((first!.bytes + out)[3...]))
+    }
+
+    @Test func answersBehindOwedOutputAreCopiedNotRun() {
+        var m = machine()
+        var r = Responder(awaited: [1, 2])
+        var out: [UInt8] = []
+        feed(&m, requests([1, 2]), &r, into: &out)
+        var first: FrameRun?
+        m.answerArrived(slot: r.submitted[0].slot, frame: FrameRun(r.frame(1)), into: &out, run: &first, &r)
+        first!.withUnsafeBytes { m.keep($0, written: 2, now: 1) }
+        // Owed bytes now: the next answer goes behind them.
+        var next: FrameRun?
+        var later: [UInt8] = []
+        m.answerArrived(slot: r.submitted[1].slot, frame: FrameRun(r.frame(2)), into: &later, run: &next, &r)
+        #expect(next == nil && later.isEmpty)
+        #expect(m.output.bytes == Array((r.frame(1) + r.frame(2))[2...]))
+    }
+
     @Test func owedOutputOverTheLimitPausesReadingUntilItDrainsToHalf() {
         var m = machine(maximumPendingOutputBytes: 300)
         var r = Responder(padding: 100)

@@ -16,7 +16,7 @@ struct LoopPartsTests {
         inbox.reply(fd: 5, serial: 1, slot: 2, method: .addItem, receivedAt: 0)([2] as [UInt8])
         #expect(wakes.load(ordering: .relaxed) == 1, "only the answer that found the inbox empty wakes the loop")
         let taken = inbox.take()
-        #expect(taken.map(\.slot) == [1, 2] && taken.map { Array($0.frame) } == [[1], [2]] && taken.map(\.method) == [.getCart, .addItem])
+        #expect(taken.map(\.slot) == [1, 2] && taken.map { $0.frame.bytes } == [[1], [2]] && taken.map(\.method) == [.getCart, .addItem])
         inbox.recycle(taken)
         #expect(inbox.take().isEmpty)
         inbox.reply(fd: 6, serial: 2, slot: 1, method: nil, receivedAt: 0)([3] as [UInt8])

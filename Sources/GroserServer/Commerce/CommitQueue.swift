@@ -36,15 +36,15 @@ struct CommerceJob: Sendable {
         case inbox(CommitInbox, CommitInbox.Address)
         case call(@Sendable ([UInt8]) -> Void)
 
-        func callAsFunction(_ frame: [UInt8]) { self(frame[...]) }
+        func callAsFunction(_ frame: [UInt8]) { self(FrameRun(frame)) }
 
-        /// A frame written among others in one buffer: the loop keeps the
-        /// slice (the buffer is shared, not copied, and freed with its last slice).
+        /// A frame written among others in one array: the loop keeps the
+        /// run (the array is shared, not copied, and freed with its last run).
         /// `status`, when given, is the frame's (the loop's Stats need not read it back).
-        func callAsFunction(_ frame: ArraySlice<UInt8>, status: StatusCode? = nil) {
+        func callAsFunction(_ frame: FrameRun, status: StatusCode? = nil) {
             switch self {
             case .inbox(let inbox, let address): inbox.post(frame, status: status, to: address)
-            case .call(let f): f(Array(frame))
+            case .call(let f): f(frame.bytes)
             }
         }
     }

@@ -64,9 +64,9 @@ public struct ConnectionStateMachine {
     public enum HeldAnswer {
         /// A cart request's answer, still at the commit queue.
         case awaiting
-        /// Encoded and ready to go (a worker's answer is a slice of the
-        /// buffer its batch's answers were written into).
-        case ready(ArraySlice<UInt8>)
+        /// Encoded and ready to go (a worker's answer is a run of the
+        /// array its batch's answers were written into).
+        case ready(FrameRun)
         /// A catalog request, answered when its turn comes, so it sees any
         /// catalog change an earlier request on this connection made.
         case later(Request, receivedAt: UInt64)
@@ -170,7 +170,7 @@ public struct ConnectionStateMachine {
                     id: 0,
                     status: Status(.resourceExhausted, "The frame of \(length) bytes exceeds the maximum of \(maximum) bytes; the connection will be closed."),
                     to: &frame)
-                if heldCount == 0 { out.append(contentsOf: frame) } else { _ = hold(.ready(frame[...])) }
+                if heldCount == 0 { out.append(contentsOf: frame) } else { _ = hold(.ready(FrameRun(frame))) }
                 closing = true
             }
             return error
@@ -257,11 +257,11 @@ public struct ConnectionStateMachine {
     /// Event: the answer awaited in `slot` came. Moves every answer now in
     /// order to the output, answering `later` requests as their turn comes.
     public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], _ responder: inout R) {
-        answerArrived(slot: slot, frame: frame[...], &responder)
+        answerArrived(slot: slot, frame: FrameRun(frame), &responder)
     }
 
-    /// `answerArrived`, the frame a slice of a larger buffer.
-    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: ArraySlice<UInt8>, _ responder: inout R) {
+    /// `answerArrived`, the frame a run of a worker's array.
+    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: FrameRun, _ responder: inout R) {
         if let i = heldIndex(of: slot) { heldSlots[i].answer = .ready(frame) }
         releaseReadyIntoOutput(&responder)
     }
@@ -272,29 +272,43 @@ public struct ConnectionStateMachine {
     /// what is owed. `out` holds only this connection's bytes.
     public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: [UInt8], into out: inout [UInt8],
                                                           _ responder: inout R) {
-        answerArrived(slot: slot, frame: frame[...], into: &out, &responder)
+        var run: FrameRun?
+        answerArrived(slot: slot, frame: FrameRun(frame), into: &out, run: &run, joining: false, &responder)
     }
 
-    /// `answerArrived(slot:frame:into:_:)`, the frame a slice of a larger buffer.
-    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: ArraySlice<UInt8>, into out: inout [UInt8],
-                                                          _ responder: inout R) {
+    /// `answerArrived(slot:frame:into:_:)`, the answers that follow each
+    /// other in one worker's array left uncopied: when nothing is owed and
+    /// `out` is empty, the first ready answer becomes `run` and those that
+    /// follow it in its array join it; the rest are copied into `out`.
+    /// What leaves is `run`, then `out` (the loop writes both from where
+    /// they are: `keep` takes what the socket does not).
+    public mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: FrameRun, into out: inout [UInt8],
+                                                          run: inout FrameRun?, _ responder: inout R) {
+        answerArrived(slot: slot, frame: frame, into: &out, run: &run, joining: true, &responder)
+    }
+
+    private mutating func answerArrived<R: FrameResponder>(slot: UInt64, frame: FrameRun, into out: inout [UInt8],
+                                                           run: inout FrameRun?, joining: Bool, _ responder: inout R) {
         if let i = heldIndex(of: slot) { heldSlots[i].answer = .ready(frame) }
         if pendingOutputBytes > 0 {
             releaseReadyIntoOutput(&responder)
         } else {
-            releaseReady(into: &out, &responder)
+            releaseReady(into: &out, run: &run, joining: joining, &responder)
         }
     }
 
     /// `releaseReady` behind what is owed.
     private mutating func releaseReadyIntoOutput<R: FrameResponder>(_ responder: inout R) {
         var out: [UInt8] = []
-        releaseReady(into: &out, &responder)
+        var run: FrameRun?
+        releaseReady(into: &out, run: &run, joining: false, &responder)
         output.append(out)
     }
 
-    /// Moves the held answers that are ready, from the front, to `out`.
-    private mutating func releaseReady<R: FrameResponder>(into out: inout [UInt8], _ responder: inout R) {
+    /// Moves the held answers that are ready, from the front, to `out` (or,
+    /// `joining`, to `run` while `out` is empty: see `answerArrived`).
+    private mutating func releaseReady<R: FrameResponder>(into out: inout [UInt8], run: inout FrameRun?, joining: Bool,
+                                                          _ responder: inout R) {
         while heldStart < heldSlots.count {
             if case .awaiting = heldSlots[heldStart].answer { return }
             // Moved out (its frame or request goes with it), not copied.
@@ -302,7 +316,12 @@ public struct ConnectionStateMachine {
             swap(&answer, &heldSlots[heldStart].answer)
             switch consume answer {
             case .awaiting: break
-            case .ready(let f): out.append(contentsOf: f)
+            case .ready(let f):
+                if joining && out.isEmpty && run == nil {
+                    run = f
+                } else if !(joining && out.isEmpty && run!.join(f)) {
+                    f.withUnsafeBytes { out.append(contentsOf: $0) }
+                }
             case .later(let request, let receivedAt): responder.answer(held: request, receivedAt: receivedAt, into: &out)
             }
             heldStart += 1
@@ -335,14 +354,20 @@ public struct ConnectionStateMachine {
     /// took `written` bytes; the rest is kept, copied. `out` is the caller's
     /// again afterwards (to be emptied, its room kept).
     public mutating func keep(_ out: inout [UInt8], written: Int, now: UInt64) {
+        out.withUnsafeBytes { keep($0, written: written, now: now) }
+    }
+
+    /// `keep`, for bytes the caller does not own (a worker's `FrameRun`):
+    /// what the socket did not take of `bytes` is copied.
+    public mutating func keep(_ bytes: UnsafeRawBufferPointer, written: Int, now: UInt64) {
         // Bytes the socket took are progress, as in `wrote`: an answer that
         // waited for a shard restarts the idle clock when it goes out.
         if written > 0 { lastProgress = now }
-        guard written < out.count else { return }
+        guard written < bytes.count else { return }
         if pendingOutputBytes == 0 { stalledSince = now }
         // Copied, in chunks (see OutputChunks): the caller keeps its buffer,
         // and its room, for the next answers.
-        out.withUnsafeBytes { output.append(UnsafeRawBufferPointer(rebasing: $0[written...])) }
+        output.append(UnsafeRawBufferPointer(rebasing: bytes[written...]))
     }
 
     /// Event: the socket took `count` bytes of the owed output.
@@ -415,7 +440,7 @@ public struct ConnectionStateMachine {
         guard !closing else { return }
         var frame: [UInt8] = []
         ResponseFrameWriter.appendStatus(id: 0, status: status, to: &frame)
-        if heldCount == 0 { output.append(frame) } else { _ = hold(.ready(frame[...])) }
+        if heldCount == 0 { output.append(frame) } else { _ = hold(.ready(FrameRun(frame))) }
         closing = true
     }
 }

@@ -67,15 +67,25 @@ extension CustomerShard {
     /// missing, invalid or another shard's looks its product up (nil: the
     /// catalog has none).
     func refreshSlots(_ lines: inout [CartLineRecord]) {
+        // Read in place and borrowed: `lines[i].slot` retained and released
+        // each line's slot to ask about it.
+        let owner = cache.owner
+        let stale = lines.withUnsafeBufferPointer { b in b.indices.contains { !Self.trusted(b[$0].slot, owner) } }
+        guard stale else { return }
         for i in lines.indices where !trusted(lines[i].slot) {
             lines[i].slot = slot(lines[i].productUID)
         }
     }
 
     /// Whether a line's slot answers for its product: this shard's, still valid.
-    func trusted(_ slot: ProductSlot?) -> Bool {
-        guard let slot, cache.owns(slot) else { return false }
-        return slot.isValid
+    func trusted(_ slot: borrowing ProductSlot?) -> Bool { Self.trusted(slot, cache.owner) }
+
+    @inline(__always)
+    static func trusted(_ slot: borrowing ProductSlot?, _ owner: ObjectIdentifier) -> Bool {
+        switch slot {
+        case .some(let s): s.owner == owner && s.isValid
+        case .none: false
+        }
     }
 
     /// Called before a request changes anything: a failed product read

@@ -148,7 +148,7 @@ extension CustomerShard {
             case .ok: status = .ok
             case .failed(let s): status = s.code
             }
-            jobs[i].job.reply(frames[placed[i]], status: status)
+            jobs[i].job.reply(FrameRun(frames, placed[i]), status: status)
         }
         if batch.soldOut { context.catalog.announce() }
         if !batch.records.isEmpty {

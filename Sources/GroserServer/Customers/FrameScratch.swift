@@ -1,19 +1,24 @@
 import Synchronization
 
-/// A batch's answer frames, written one after another into memory a shard
-/// keeps from batch to batch: a cart answer is written in place (no array
-/// per answer, each of which cost about 700 instructions to make and a free
-/// on the loop's thread), and the batch's frames leave in one array
-/// (`take`), of which each answer is a slice. The arrays come back: the
-/// scratch keeps the last few it handed out, and once the loop has dropped
-/// every slice of one it is filled again, so a batch allocates nothing and
-/// nothing the shard allocated is freed on the loop's thread. The shard's
-/// thread only.
+/// A batch's answer frames, written one after another straight into the
+/// array they leave in: a cart answer is written in place (no array per
+/// answer, each of which cost about 700 instructions to make and a free on
+/// the loop's thread, and no copy of the batch's frames at its end, which
+/// callgrind counts at an instruction a byte), and each answer is a slice
+/// of that array (`take`). The arrays come back: the scratch keeps the last
+/// few it handed out, and once the loop has dropped every slice of one it
+/// is written again, so a batch allocates nothing and nothing the shard
+/// allocated is freed on the loop's thread. An array's count is its whole
+/// room (zeros, or the frames of an earlier batch), so that a frame can be
+/// written anywhere in it; only the slices a batch placed mean anything.
+/// The shard's thread only.
 final class FrameScratch {
-    private var base: UnsafeMutableRawPointer
-    private var capacity: Int
+    /// The array this batch writes into; the frames are its first `count` bytes.
+    @exclusivity(unchecked) private var current: [UInt8] = []
     private(set) var count = 0
-    /// Room kept after a batch; a larger buffer goes back to the allocator.
+    /// The bytes the last batch wrote: what the next one is expected to need.
+    private var lastCount = 0
+    /// The largest array kept for reuse; a larger one goes back to the allocator.
     static let keptCapacity = 1 << 20
     /// Arrays `take` handed out, held as their storage objects (an array is
     /// one reference to its storage) so that their uniqueness can be asked:
@@ -22,22 +27,19 @@ final class FrameScratch {
     private var lent: [AnyObject] = []
     static let lentLimit = 8
 
-    init(capacity: Int = 64 * 1024) {
+    init() {
         precondition(MemoryLayout<[UInt8]>.size == MemoryLayout<AnyObject>.size, "FrameScratch: an array is not one reference")
-        self.capacity = capacity
-        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
     }
-
-    deinit { base.deallocate() }
 
     /// Writes `n` bytes at the end through `write`, which returns how many
     /// it wrote (exactly `n`: a frame sized otherwise is a bug); returns where they are.
     func append(exactly n: Int, _ write: (UnsafeMutableRawPointer) -> Int) -> Range<Int> {
-        reserve(n)
-        let written = write(base + count)
+        if count + n > current.count || current.isEmpty { grow(Swift.max(count + n, 1)) }
+        let at = count
+        let written = current.withUnsafeMutableBytes { write($0.baseAddress! + at) }
         precondition(written == n, "FrameScratch: \(written) bytes written for a frame sized \(n)")
         count += n
-        return count - n..<count
+        return at..<count
     }
 
     /// Appends `bytes`; returns where they are.
@@ -48,23 +50,15 @@ final class FrameScratch {
         }
     }
 
-    /// Every frame written so far, in one array (one the loop has given up,
-    /// or a new one); the scratch is empty again.
+    /// The array every frame written so far is in (its first `count`
+    /// bytes; the slices `append` returned address them); the scratch is
+    /// empty again, writing next into an array the loop has given up, or a
+    /// new one.
     func take() -> [UInt8] {
         guard count > 0 else { return [] }
-        let written = UnsafeRawBufferPointer(start: base, count: count)
-        var frames = reclaim(capacity: count) ?? []
-        if frames.capacity == 0 {
-            // Some room for the batches to come, at most twice this one's:
-            // an answer a connection holds keeps its whole array.
-            frames = [UInt8](unsafeUninitializedCapacity: count <= 64 ? 128 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)) { buffer, initialized in
-                UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: base, byteCount: count)
-                initialized = count
-            }
-        } else {
-            frames.append(contentsOf: written.bindMemory(to: UInt8.self))
-        }
-        if frames.capacity <= Self.keptCapacity {
+        var frames: [UInt8] = []
+        swap(&frames, &current)
+        if frames.count <= Self.keptCapacity {
             if lent.count < Self.lentLimit {
                 lent.append(unsafeBitCast(frames, to: AnyObject.self))
             } else {
@@ -74,19 +68,14 @@ final class FrameScratch {
                 if i < lent.count { lent[i] = unsafeBitCast(frames, to: AnyObject.self) }
             }
         }
+        lastCount = count
         count = 0
-        if capacity > Self.keptCapacity {
-            base.deallocate()
-            capacity = Self.keptCapacity
-            base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-        }
         return frames
     }
 
-    /// An empty array of `capacity` to 4 × `capacity` bytes (the least
-    /// such) that the loop has given up, or nil; an answer a connection
-    /// holds keeps its whole array, so a large one is not used for a small
-    /// batch.
+    /// An array of `capacity` to 4 × `capacity` bytes (the least such)
+    /// that the loop has given up, or nil; an answer a connection holds
+    /// keeps its whole array, so a large one is not used for a small batch.
     private func reclaim(capacity: Int) -> [UInt8]? {
         var best: Int?
         var bestCapacity = Int.max
@@ -95,7 +84,7 @@ final class FrameScratch {
         var i = 0
         while i < lent.count {
             if isKnownUniquelyReferenced(&lent[i]) {
-                let c = unsafeBitCast(lent[i], to: [UInt8].self).capacity
+                let c = unsafeBitCast(lent[i], to: [UInt8].self).count
                 if c >= capacity && c <= Swift.max(4 * capacity, 256) && c < bestCapacity { (best, bestCapacity) = (i, c) }
             }
             i += 1
@@ -105,19 +94,30 @@ final class FrameScratch {
         // the old frames are done before the writes to come.
         atomicMemoryFence(ordering: .acquiring)
         let storage = lent.remove(at: best)
-        var frames = unsafeBitCast(consume storage, to: [UInt8].self)
-        frames.removeAll(keepingCapacity: true)
-        return frames
+        return unsafeBitCast(consume storage, to: [UInt8].self)
     }
 
-    private func reserve(_ n: Int) {
-        guard count + n > capacity else { return }
-        var grown = capacity * 2
-        while grown < count + n { grown *= 2 }
-        let bigger = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
-        bigger.copyMemory(from: base, byteCount: count)
-        base.deallocate()
-        base = bigger
-        capacity = grown
+    /// Room for `needed` bytes. A batch's first frame takes an array the
+    /// loop has given up, fit for the last batch's size, or a new one; a
+    /// batch that outgrows its array moves to one twice as large (its
+    /// frames copied, at the same places). A new array is a power of two,
+    /// at most twice what the batch needs or the last one needed.
+    private func grow(_ needed: Int) {
+        let expected = Swift.max(needed, lastCount)
+        if count == 0, let free = reclaim(capacity: expected) {
+            current = free
+            return
+        }
+        let want = Swift.max(needed, count == 0 ? expected : 2 * current.count, 64)
+        let size = 1 << (Int.bitWidth - (2 * want - 1).leadingZeroBitCount - 1)
+        let kept = count
+        current = current.withUnsafeBytes { old in
+            [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                let p = UnsafeMutableRawPointer(buffer.baseAddress!)
+                if kept > 0 { p.copyMemory(from: old.baseAddress!, byteCount: kept) }
+                (p + kept).initializeMemory(as: UInt8.self, repeating: 0, count: size - kept)
+                initialized = size
+            }
+        }
     }
 }

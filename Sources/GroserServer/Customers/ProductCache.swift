@@ -54,7 +54,10 @@ struct ProductCache {
 
     /// A slot this cache made (and so invalidates when its product may
     /// change): only such a slot may be trusted while it is valid.
-    func owns(_ slot: ProductSlot) -> Bool { slot.owner == ObjectIdentifier(identity) }
+    func owns(_ slot: ProductSlot) -> Bool { slot.owner == owner }
+
+    /// What the slots this cache made carry as their `owner`.
+    var owner: ObjectIdentifier { ObjectIdentifier(identity) }
 
     /// A slot for a product read elsewhere (a checkout's transaction): this
     /// cache's, but invalid from the start, so good for one request only.

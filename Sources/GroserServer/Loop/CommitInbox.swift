@@ -10,12 +10,12 @@ final class CommitInbox: @unchecked Sendable {
     // `recycle`); the workers touch only `answers`, behind its lock.
     /// One answer: where it goes (the connection's descriptor and serial,
     /// its slot there) and what Stats counts of it.
-    /// The frame is a slice of the buffer its batch's answers were written
+    /// The frame is a run of the array its batch's answers were written
     /// into. A struct, not a tuple: a tuple's field read through a pointer
     /// copied the whole tuple.
     struct Answer {
         let address: Address
-        let frame: ArraySlice<UInt8>
+        let frame: FrameRun
         /// The answer's status when the worker says it (nil: read from the frame).
         var status: StatusCode? = nil
         var fd: Int32 { address.fd }
@@ -50,7 +50,7 @@ final class CommitInbox: @unchecked Sendable {
     }
 
     /// Called by a worker with a request's whole response frame.
-    func post(_ frame: ArraySlice<UInt8>, status: StatusCode? = nil, to a: Address) {
+    func post(_ frame: FrameRun, status: StatusCode? = nil, to a: Address) {
         // The loop takes the whole inbox when it wakes, so only the
         // answer that finds it empty needs to wake it.
         let first = answers.withLock { answers in

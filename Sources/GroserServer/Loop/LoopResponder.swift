@@ -38,7 +38,7 @@ extension EventLoop {
         mutating func hold(_ body: UnsafeRawBufferPointer, receivedAt: UInt64, slot: UInt64) -> ConnectionStateMachine.HeldAnswer {
             var frame: [UInt8] = []
             guard let request = Request.decodeCommonMethod(body, reusing: &connection.repeatedStrings)
-                    ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(frame[...]) }
+                    ?? RequestHandler.decode(frame: body, peerIsOperator: isOperator, into: &frame) else { return .ready(FrameRun(frame)) }
             return dispatcher.hold(request, receivedAt: receivedAt, slot: slot, to: self)
         }
 
