@@ -125,6 +125,10 @@ public final class ProductSlot: @unchecked Sendable {
     /// none is in stock.
     public let priceMinorUnits: Int64
     public let currency: String
+    /// The currency's UTF-8 bytes as a number when they fit 8 bytes (an
+    /// ISO 4217 code does), else 0: equal keys but 0 are equal currencies,
+    /// compared without reading the string.
+    public let currencyKey: UInt64
     public let outOfStock: Bool
     /// The product's uid, name and price as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
@@ -137,6 +141,7 @@ public final class ProductSlot: @unchecked Sendable {
         self.owner = owner
         priceMinorUnits = product.price.minorUnits
         currency = product.price.currency
+        currencyKey = Self.key(of: product.price.currency)
         outOfStock = product.stock == 0
         let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name, unitPrice: product.price.minorUnits,
                                          currency: product.price.currency)
@@ -146,6 +151,15 @@ public final class ProductSlot: @unchecked Sendable {
     }
 
     deinit { storage.deallocate() }
+
+    /// `currencyKey` for `currency`.
+    static func key(of currency: String) -> UInt64 {
+        let utf8 = currency.utf8
+        guard !utf8.isEmpty && utf8.count <= 8 else { return 0 }
+        var key: UInt64 = 0
+        for (i, b) in utf8.enumerated() { key |= UInt64(b) << (8 * UInt64(i)) }
+        return key
+    }
 
     /// The product may have changed: lines holding this slot look it up again.
     public func invalidate() { valid = false }

@@ -4,19 +4,18 @@
 /// a quarter of a cart-add's instructions under callgrind. The bytes are the
 /// ones protobuf-c writes (fields in number order, proto3 defaults left out);
 /// `CartBodyWriterTests` checks that against protobuf-c for many carts.
-@usableFromInline
-enum CartBodyWriter {
+public enum CartBodyWriter {
     // Field numbers, from cart.proto and catalog.proto.
-    @usableFromInline enum MoneyField { @usableFromInline static let minorUnits: UInt32 = 1, currency: UInt32 = 2 }
-    @usableFromInline enum LineField {
-        @usableFromInline static let productUID: UInt32 = 1, name: UInt32 = 2, unitPrice: UInt32 = 3, quantity: UInt32 = 4
-        @usableFromInline static let lineTotal: UInt32 = 5, priceChanged: UInt32 = 6, previousPrice: UInt32 = 7, outOfStock: UInt32 = 8
+    public enum MoneyField { public static let minorUnits: UInt32 = 1, currency: UInt32 = 2 }
+    public enum LineField {
+        public static let productUID: UInt32 = 1, name: UInt32 = 2, unitPrice: UInt32 = 3, quantity: UInt32 = 4
+        public static let lineTotal: UInt32 = 5, priceChanged: UInt32 = 6, previousPrice: UInt32 = 7, outOfStock: UInt32 = 8
     }
-    @usableFromInline enum CartField {
-        @usableFromInline static let storeUID: UInt32 = 1, lines: UInt32 = 2, subtotal: UInt32 = 3, itemCount: UInt32 = 4
-        @usableFromInline static let currency: UInt32 = 5, version: UInt32 = 6
+    public enum CartField {
+        public static let storeUID: UInt32 = 1, lines: UInt32 = 2, subtotal: UInt32 = 3, itemCount: UInt32 = 4
+        public static let currency: UInt32 = 5, version: UInt32 = 6
     }
-    @usableFromInline static let responseCart: UInt32 = 1
+    public static let responseCart: UInt32 = 1
 
     static func cartResponse(_ cart: Cart) -> [UInt8] {
         cartResponse(storeUID: cart.storeUID, lines: cart.lines, subtotal: cart.subtotal, itemCount: cart.itemCount,
@@ -72,28 +71,28 @@ enum CartBodyWriter {
     }
 
     /// Writes into a buffer sized beforehand by the `size` functions.
-    @usableFromInline struct Cursor {
-        @usableFromInline let base: UnsafeMutablePointer<UInt8>
-        @usableFromInline var written = 0
-        @inlinable init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
+    public struct Cursor {
+        public let base: UnsafeMutablePointer<UInt8>
+        public var written = 0
+        @inlinable public init(_ base: UnsafeMutablePointer<UInt8>) { self.base = base }
 
         @inlinable @inline(__always)
-        mutating func varint(_ value: UInt64) {
+        public mutating func varint(_ value: UInt64) {
             written = ProtoWriter.putVarint(value, into: UnsafeMutableRawPointer(base), at: written)
         }
         @inlinable @inline(__always)
-        mutating func header(_ field: UInt32, _ length: Int) {
+        public mutating func header(_ field: UInt32, _ length: Int) {
             varint(UInt64(field << 3 | ProtoWriter.wireLengthDelimited))
             varint(UInt64(length))
         }
         @inlinable @inline(__always)
-        mutating func varintField(_ field: UInt32, _ value: UInt64) {
+        public mutating func varintField(_ field: UInt32, _ value: UInt64) {
             guard value != 0 else { return }
             varint(UInt64(field << 3 | ProtoWriter.wireVarint))
             varint(value)
         }
         @inlinable
-        mutating func string(_ field: UInt32, _ s: String) {
+        public mutating func string(_ field: UInt32, _ s: String) {
             // Read in place: `withUTF8` needs a mutable copy of the string
             // (a retain and a release for each of an answer's strings).
             let done: Void? = s.utf8.withContiguousStorageIfAvailable { utf8 in bytes(field, utf8) }
@@ -105,7 +104,7 @@ enum CartBodyWriter {
         /// `bytes` for a few bytes (a currency code): copied in a loop, not
         /// by a call to memcpy.
         @inlinable @inline(__always)
-        mutating func shortBytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
+        public mutating func shortBytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
             guard utf8.count > 0 else { return }
             guard utf8.count <= 8 else { return bytes(field, utf8) }
             header(field, utf8.count)
@@ -113,7 +112,7 @@ enum CartBodyWriter {
             written += utf8.count
         }
         @inlinable @inline(__always)
-        mutating func bytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
+        public mutating func bytes(_ field: UInt32, _ utf8: UnsafeBufferPointer<UInt8>) {
             guard utf8.count > 0 else { return }
             header(field, utf8.count)
             (base + written).update(from: utf8.baseAddress!, count: utf8.count)
@@ -124,7 +123,7 @@ enum CartBodyWriter {
     // MARK: Sizes (of the message's own bytes, without its tag and length)
 
     @inlinable
-    static func stringFieldSize(_ field: UInt32, _ s: String) -> Int {
+    public static func stringFieldSize(_ field: UInt32, _ s: String) -> Int {
         let n = s.utf8.count
         return n == 0 ? 0 : ProtoWriter.lengthDelimitedFieldSize(field, n)
     }

@@ -153,7 +153,7 @@ public enum ResponseFrameWriter {
     /// Writes everything of an OK response up to its body of `bodyLength`
     /// bytes at `p` (at most 30 bytes); returns how many it wrote.
     @inlinable
-    static func writeOKHeader(id: UInt64, field: MethodField, bodyLength: Int, into p: UnsafeMutableRawPointer) -> Int {
+    public static func writeOKHeader(id: UInt64, field: MethodField, bodyLength: Int, into p: UnsafeMutableRawPointer) -> Int {
         let idSize = id == 0 ? 0 : 1 + ProtoWriter.varintSize(id)
         let bodySize = ProtoWriter.tagSize(field: field.rawValue) + ProtoWriter.varintSize(UInt64(bodyLength)) + bodyLength
         let length = UInt32(truncatingIfNeeded: idSize + bodySize)

@@ -6,7 +6,7 @@ import Testing
 
 /// A cart mutation's answer is written straight from the stored lines and
 /// their products (`CartRules.shown`, `ShownCart.body`; and from the lines'
-/// product slots, `CartRules.showEncoded` and `EncodedCartWriter`), not from a `Cart`:
+/// product slots, `SlottedCartAnswer`), not from a `Cart`:
 /// it must be the bytes of the cart a reference computation here shows
 /// (which `view` must equal too), and refuse the same carts.
 /// (`BodyEncoder.cart` of a `Cart` is checked against protobuf-c in
@@ -71,33 +71,31 @@ struct CartAnswerTests {
             let viewed: Result<Cart, Refusal> = Result { () throws(Refusal) in try Self.referenceView(cart, lookup) }
             let shown: Result<ShownCart, Refusal> = Result { () throws(Refusal) in try rules.shown(cart, storeUID: "s1", lookup) }
             // A shard's lines hold their products' slots (none: not sold),
-            // and its answer is written from them (`showEncoded`).
+            // and its answer is written from them (`SlottedCartAnswer`).
             var slotted = cart
             for i in slotted.lines.indices { slotted.lines[i].slot = catalog[slotted.lines[i].productUID].map { ProductSlot($0) } }
-            var encoded: [EncodedCartLine] = []
-            let encodedTotals = Result { () throws(Refusal) in try rules.showEncoded(slotted, into: &encoded) }
+            let encoded = Result { () throws(Refusal) in try SlottedCartAnswer(slotted, storeUID: "s1", defaultCurrency: rules.defaultCurrency) }
             switch (viewed, shown) {
             case (.success(let v), .success(let s)):
                 answered += 1
-                guard case .success(let totals) = encodedTotals else {
-                    Issue.record("seed \(seed): showEncoded refused \(encodedTotals)")
+                guard case .success(let answer) = encoded else {
+                    Issue.record("seed \(seed): SlottedCartAnswer refused \(encoded)")
                     return
                 }
-                #expect(totals.shown == v.lines.count && totals.subtotal == v.subtotal && totals.itemCount == v.itemCount)
-                let encodedBody = encoded.withUnsafeBufferPointer { lines in
-                    BodyEncoder.cart(storeUID: "s1", lines: lines, subtotalMinorUnits: totals.subtotal.minorUnits,
-                                     itemCount: totals.itemCount, currency: totals.subtotal.currency, version: cart.version)
-                }
-                #expect(encodedBody == BodyEncoder.cart(v), "seed \(seed): the encoded lines' body, \(v)")
+                #expect(answer.shown == v.lines.count && answer.subtotal == v.subtotal.minorUnits && answer.currency == v.currency
+                        && answer.itemCount == v.itemCount)
+                #expect(answer.body(slotted) == BodyEncoder.cart(v), "seed \(seed): the slotted lines' body, \(v)")
                 let frameID: UInt64 = g.pick([1, 128, UInt64.max])
-                var frames: [UInt8] = [7]
-                encoded.withUnsafeBufferPointer { lines in
-                    BodyEncoder.appendCartFrame(to: &frames, id: frameID, field: .addItem, storeUID: "s1", lines: lines,
-                                                subtotalMinorUnits: totals.subtotal.minorUnits, itemCount: totals.itemCount,
-                                                currency: totals.subtotal.currency, version: cart.version)
-                }
-                #expect(frames == [7] + ResponseFrameWriter.okFrame(id: frameID, field: .addItem, body: BodyEncoder.cart(v)),
-                        "seed \(seed): the frame appended after what the buffer held")
+                let size = answer.frameSize(id: frameID, field: .addItem)
+                var frame = [UInt8](repeating: 7, count: size + 1)
+                let written = frame.withUnsafeMutableBytes { answer.writeFrame(slotted, id: frameID, field: .addItem, into: $0.baseAddress! + 1) }
+                #expect(written == size && frame == [7] + ResponseFrameWriter.okFrame(id: frameID, field: .addItem, body: BodyEncoder.cart(v)),
+                        "seed \(seed): the frame written where it was placed")
+                // The lines of products no longer sold are dropped before
+                // the frame is written (a change stores the cart without them): the same bytes.
+                var dropped = slotted
+                dropped.lines.removeAll { $0.slot == nil }
+                #expect(answer.body(dropped) == BodyEncoder.cart(v), "seed \(seed): written after the unsold lines went")
                 #expect((try? rules.view(cart, storeUID: "s1", lookup)) == v, "seed \(seed): view")
                 #expect(s.body == BodyEncoder.cart(v), "seed \(seed): \(v)")
                 if s.body != BodyEncoder.cart(v) { return }
@@ -115,8 +113,8 @@ struct CartAnswerTests {
             case (.failure(let a), .failure(let b)):
                 refusedAlike += 1
                 #expect(a.status.code == b.status.code, "seed \(seed): \(a.status) against \(b.status)")
-                guard case .failure(let c) = encodedTotals else {
-                    Issue.record("seed \(seed): showEncoded answered a cart the view refuses")
+                guard case .failure(let c) = encoded else {
+                    Issue.record("seed \(seed): SlottedCartAnswer answered a cart the view refuses")
                     return
                 }
                 #expect(c.status.code == a.status.code, "seed \(seed): \(c.status) against \(a.status)")
@@ -128,5 +126,75 @@ struct CartAnswerTests {
         // Both kinds were exercised: carts answered, and carts refused
         // (mixed currencies, totals too large).
         #expect(answered > 1000 && refusedAlike > 100, "answered \(answered), refused \(refusedAlike)")
+    }
+
+    /// A cart answered again and again through its `LineMemo` entry, with
+    /// random changes between (a quantity, a line added or removed, a
+    /// product's new price or stock as a new slot, a product no longer
+    /// sold, the entry taken by another cart): every answer is the bytes of
+    /// the cart's view, as written without the memo.
+    @Test func answersThroughTheLineMemoAreTheViewsBytes() throws {
+        var hits = 0
+        for seed in UInt64(0)..<300 {
+            var g = SplitMix64(seed: seed)
+            var slots: [String: ProductSlot] = [:]
+            var products: [String: ProductRecord] = [:]
+            func setProduct(_ uid: String) {
+                let p = ProductRecord(uid: uid, storeUID: "s1", name: g.pick(Self.names),
+                                      price: Money(minorUnits: g.pick([1, 127, 128, 8990, 1 << 40]), currency: "RUB"),
+                                      stock: g.pick([0, 1, 50]))
+                products[uid] = p
+                slots[uid] = ProductSlot(p)
+            }
+            for i in 0..<12 { setProduct("p\(i)") }
+            var cart = StoredCart(version: 1, lines: (0..<Int(4 + g.next() % 8)).map { i in
+                CartLineRecord(productUID: "p\(i)", quantity: UInt32(1 + g.next() % 200), seenPriceMinorUnits: products["p\(i)"]!.price.minorUnits)
+            })
+            let memo = LineMemo.Entry()
+            for step in 0..<40 {
+                switch g.next() % 8 {
+                case 0, 1:
+                    let i = Int(g.next() % UInt64(cart.lines.count))
+                    cart.lines[i].quantity = UInt32(1 + g.next() % 200)
+                case 2:
+                    if let uid = (0..<12).map({ "p\($0)" }).first(where: { u in !cart.lines.contains { $0.productUID == u } }) {
+                        cart.lines.append(CartLineRecord(productUID: uid, quantity: 1, seenPriceMinorUnits: products[uid]?.price.minorUnits ?? 0))
+                    }
+                case 3:
+                    if cart.lines.count > 1 { cart.lines.remove(at: Int(g.next() % UInt64(cart.lines.count))) }
+                case 4:
+                    setProduct("p\(g.next() % 12)")
+                case 5:
+                    let uid = "p\(g.next() % 12)"
+                    products[uid] = nil
+                    slots[uid] = nil
+                case 6:
+                    // The price the customer saw moves (a shown price acknowledged, or an old one).
+                    let i = Int(g.next() % UInt64(cart.lines.count))
+                    cart.lines[i].seenPriceMinorUnits = g.pick([1, 127, 128, 8990, 1 << 40])
+                default:
+                    // Another cart's answer took the entry.
+                    let other = ProductRecord(uid: "q", storeUID: "s2", name: "Other", price: Money(minorUnits: 5, currency: "RUB"), stock: 1)
+                    let otherCart = StoredCart(version: 9, lines: [CartLineRecord(productUID: "q", quantity: 3, seenPriceMinorUnits: 5,
+                                                                                  slot: ProductSlot(other))])
+                    _ = try SlottedCartAnswer(otherCart, storeUID: "s2", defaultCurrency: "RUB", memo: memo).body(otherCart)
+                }
+                cart.version += 1
+                for i in cart.lines.indices { cart.lines[i].slot = slots[cart.lines[i].productUID] }
+                let view = try Self.referenceView(cart, { products[$0] })
+                let plain = try SlottedCartAnswer(cart, storeUID: "s1", defaultCurrency: "RUB")
+                let remembered = memo.lines.count
+                let answer = try SlottedCartAnswer(cart, storeUID: "s1", defaultCurrency: "RUB", memo: memo)
+                #expect(answer.bodySize == plain.bodySize, "seed \(seed) step \(step)")
+                let body = answer.body(cart)
+                #expect(body == BodyEncoder.cart(view) && body == plain.body(cart), "seed \(seed) step \(step): \(view)")
+                #expect(memo.lines.count == view.lines.count && memo.slots.count == view.lines.count, "seed \(seed) step \(step): the entry holds the shown lines")
+                if remembered > 0 && body.count > 0 { hits += 1 }
+                // A change stores the shown lines only.
+                cart.lines.removeAll { $0.slot == nil }
+                if cart.lines.isEmpty { cart.lines.append(CartLineRecord(productUID: "p0", quantity: 1, seenPriceMinorUnits: 1)) }
+            }
+        }
+        #expect(hits > 5000, "the memo was used: \(hits) answers")
     }
 }

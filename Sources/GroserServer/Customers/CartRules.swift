@@ -189,30 +189,6 @@ public struct CartRules: Sendable {
         return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items)
     }
 
-    /// `show` for a cart whose lines hold their products' slots (a shard
-    /// refreshed them: a line without one is of a product the catalog no
-    /// longer has, and is not shown): each shown line appended to `lines`
-    /// as the answer's writer reads it, its uid and name already encoded.
-    /// Returns the totals and how many lines were shown.
-    public func showEncoded(_ cart: borrowing StoredCart, into lines: inout [EncodedCartLine]) throws(Refusal)
-        -> (subtotal: Money, itemCount: UInt32, shown: Int) {
-        let before = lines.count
-        var totals = ShownTotals()
-        var currencyField = 0
-        try cart.lines.withUnsafeBufferPointer { (stored) throws(Refusal) in
-            for i in stored.indices {
-                guard let slot = stored[i].slot else { continue }
-                let total = try totals.add(slot.priceMinorUnits, slot.currency, stored[i].quantity)
-                // (One currency a cart: its field is measured once.)
-                if currencyField == 0 { currencyField = EncodedCartLine.currencyFieldSize(slot.currency) }
-                lines.append(EncodedCartLine(head: slot.head, unitPriceMinorUnits: slot.priceMinorUnits, quantity: stored[i].quantity,
-                                             totalMinorUnits: total, seenPriceMinorUnits: stored[i].seenPriceMinorUnits,
-                                             outOfStock: slot.outOfStock, currencyFieldSize: currencyField))
-            }
-        }
-        return (Money(minorUnits: totals.subtotal, currency: totals.currency ?? defaultCurrency), totals.items, lines.count - before)
-    }
-
     /// Drops from `lines` those not among `shown` (the lines of products
     /// the catalog no longer has, which showing skips), keeping the order:
     /// no lookup of its own. `shown` is `lines`' shown lines, in order, and
@@ -321,7 +297,7 @@ public struct CartRules: Sendable {
 }
 
 /// A shown cart's running totals, in checked arithmetic, and its one currency.
-private struct ShownTotals {
+struct ShownTotals {
     var subtotal: Int64 = 0
     var items: UInt32 = 0
     var currency: String?
@@ -333,10 +309,22 @@ private struct ShownTotals {
 
     @inline(__always)
     mutating func add(_ minorUnits: Int64, _ lineCurrency: String, _ quantity: UInt32) throws(Refusal) -> Int64 {
+        try admit(lineCurrency)
+        return try add(minorUnits, quantity)
+    }
+
+    /// A line in `lineCurrency` may join the lines added so far.
+    @inline(__always)
+    mutating func admit(_ lineCurrency: String) throws(Refusal) {
         if currency == nil { currency = lineCurrency }
         guard currency == lineCurrency else {
             throw Refusal(.failedPrecondition, "The cart mixes currencies (\(currency ?? "") and \(lineCurrency)).")
         }
+    }
+
+    /// Adds a line whose currency was admitted; returns its total.
+    @inline(__always)
+    mutating func add(_ minorUnits: Int64, _ quantity: UInt32) throws(Refusal) -> Int64 {
         let (total, overflow) = minorUnits.multipliedReportingOverflow(by: Int64(quantity))
         let (sum, overflow2) = subtotal.addingReportingOverflow(total)
         guard !overflow, !overflow2 else { throw Refusal(.failedPrecondition, "The cart's total is too large to compute.") }

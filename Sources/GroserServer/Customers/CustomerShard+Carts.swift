@@ -55,21 +55,20 @@ extension CustomerShard {
             defer { s.lastActiveUnix = now }
             return (s.carts.withCart(at: place) { Self.apply(edit, to: &$0) }, s.lastActiveUnix)
         }
-        // The cart as shown, into the shard's buffer of lines: current
-        // prices, read through each line's product slot (looked up again
-        // only where it is missing or stale), and no line of a product the
-        // catalog no longer has (those go with this change).
-        var lines: [EncodedCartLine] = []
-        swap(&lines, &encodedLines)
-        defer { lines.removeAll(keepingCapacity: true); encodedLines = lines }
-        let totals: (subtotal: Money, itemCount: UInt32, shown: Int)
-        let version: UInt64
+        // The cart as shown, measured: current prices, read through each
+        // line's product slot (looked up again only where it is missing or
+        // stale), and no line of a product the catalog no longer has (those
+        // go with this change). Written below, from the cart's lines.
+        let answer: SlottedCartAnswer
         let stored: Int
         do {
             withSession(at: holder) { s in s.carts.withCart(at: place) { refreshSlots(&$0.lines) } }
             try checkLookups()
-            (totals, version, stored) = try withSession(at: holder) { (s) throws(Refusal) in
-                try s.carts.withCart(at: place) { (c) throws(Refusal) in (try rules.showEncoded(c, into: &lines), c.version, c.lines.count) }
+            (answer, stored) = try withSession(at: holder) { (s) throws(Refusal) in
+                try s.carts.withCart(at: place) { (c) throws(Refusal) in
+                    let memo = lineMemo.entry(holder: holder, place: place, lines: c.lines.count)
+                    return (try SlottedCartAnswer(c, storeUID: m.storeUID, defaultCurrency: rules.defaultCurrency, memo: memo), c.lines.count)
+                }
             }
         } catch {
             withSession(at: holder) { s in
@@ -80,7 +79,7 @@ extension CustomerShard {
         }
         // One line's change, unless lines were dropped or the store keeps
         // whole carts (or the edit was none, or a clear).
-        let change = totals.shown < stored || shared != nil ? nil : withSession(at: holder) { s in
+        let change = answer.shown < stored || shared != nil ? nil : withSession(at: holder) { s in
             s.carts.withCart(at: place) { $0.lineChange(undoing: undo) }
         }
         if let change {
@@ -104,17 +103,14 @@ extension CustomerShard {
             // The whole response frame, into the shard's buffer of frames:
             // the body alone, then the frame around it, were two
             // allocations and a copy, and a frame of its own one more (see SideAnswer).
-            batch.side = .frame(lines.withUnsafeBufferPointer { lines in
-                let w = EncodedCartWriter(storeUID: m.storeUID, lines: lines, subtotal: totals.subtotal.minorUnits,
-                                          itemCount: totals.itemCount, currency: totals.subtotal.currency, version: version)
-                return frames.append(exactly: w.frameSize(id: id, field: field)) { w.writeFrame(id: id, field: field, into: $0) }
+            batch.side = .frame(withSession(at: holder) { s in
+                s.carts.withCart(at: place) { c in
+                    frames.append(exactly: answer.frameSize(id: id, field: field)) { answer.writeFrame(c, id: id, field: field, into: $0) }
+                }
             })
             return .ok(field, [])
         }
-        let body = lines.withUnsafeBufferPointer { lines in
-            BodyEncoder.cart(storeUID: m.storeUID, lines: lines, subtotalMinorUnits: totals.subtotal.minorUnits,
-                             itemCount: totals.itemCount, currency: totals.subtotal.currency, version: version)
-        }
+        let body = withSession(at: holder) { s in s.carts.withCart(at: place) { answer.body($0) } }
         remember(key: key, m.idempotencyKey, print, field, body, now, &batch)
         return .ok(field, body)
     }

@@ -49,9 +49,8 @@ final class CustomerShard: @unchecked Sendable {
     @exclusivity(unchecked) var lastKnown = false
     @exclusivity(unchecked) var lastUID = ""
     @exclusivity(unchecked) var lastSlot: ProductSlot?
-    /// The lines of the cart a mutation answers with, kept between
-    /// requests so that showing a cart allocates nothing (+Carts).
-    @exclusivity(unchecked) var encodedLines: [EncodedCartLine] = []
+    /// The encoded lines of carts answered for lately (+Carts).
+    let lineMemo = LineMemo()
     /// The batch's answer frames (+Runner, +Carts).
     let frames = FrameScratch()
     /// The last batch's arrays, kept for the next (+Runner).
