@@ -13,18 +13,21 @@ import Synchronization
 /// written anywhere in it; only the slices a batch placed mean anything.
 /// The shard's thread only.
 final class FrameScratch {
+    // Not checked for exclusivity at run time (the shard's thread alone
+    // touches them): each checked access cost about 80 instructions, a few
+    // a batch, which at one request a batch (P=1) is a few a request.
     /// The array this batch writes into; the frames are its first `count` bytes.
     @exclusivity(unchecked) private var current: [UInt8] = []
-    private(set) var count = 0
+    @exclusivity(unchecked) private(set) var count = 0
     /// The bytes the last batch wrote: what the next one is expected to need.
-    private var lastCount = 0
+    @exclusivity(unchecked) private var lastCount = 0
     /// The largest array kept for reuse; a larger one goes back to the allocator.
     static let keptCapacity = 1 << 20
     /// Arrays `take` handed out, held as their storage objects (an array is
     /// one reference to its storage) so that their uniqueness can be asked:
     /// once this is the only reference, the loop is done with every slice of
     /// it. At most `lentLimit`, each of at most `keptCapacity` bytes.
-    private var lent: [AnyObject] = []
+    @exclusivity(unchecked) private var lent: [AnyObject] = []
     static let lentLimit = 8
 
     init() {

@@ -22,9 +22,10 @@ public final class CustomerLog: @unchecked Sendable {
     // (append, rotate); `compact` only reads sealed files and `activeNumber`.
     public let directory: String
     public let segmentBytes: Int
-    private var active: LogFile?
+    // Not checked for exclusivity at run time: the shard's thread only
+    // (a checked access cost about 80 instructions, twice a batch).
+    @exclusivity(unchecked) private var active: LogFile?
     private let activeNumber = Atomic<Int>(0)
-    // Not checked for exclusivity at run time: the shard's thread only.
     @exclusivity(unchecked) private var encodeBuffer: [UInt8] = []
     /// Serialises compactions (one folder, one compactor at a time).
     private let compacting = Locked(())
