@@ -222,36 +222,46 @@ public final class FuzzHarness {
         /// The commit queue answers, newest first, each delivered either into
         /// the machine's own buffer or (as the event loop does) into the
         /// loop's, offered to the socket, the rest kept; the socket takes up
-        /// to 61 bytes.
+        /// to 61 bytes. Or, as the loop does with a shard's batch, all of
+        /// them as runs of one array (in request order, a few bytes of
+        /// another answer now and then between two), joined where they
+        /// follow each other, then the run and what was copied after it
+        /// offered to the socket once.
         func settle() {
+            if rng.next() % 3 == 0 && !responder.awaited.isEmpty {
+                var batch: [UInt8] = []
+                var placed: [UInt64: Range<Int>] = [:]
+                for (slot, id) in responder.awaited.sorted(by: { $0.slot < $1.slot }) {
+                    if rng.next() % 4 == 0 { batch += [0, 0, 0] }
+                    let start = batch.count
+                    ResponseFrameWriter.appendOK(id: id, field: .logout, body: [], to: &batch)
+                    placed[slot] = start..<batch.count
+                }
+                var out: [UInt8] = []
+                var run: FrameRun?
+                while let (slot, _) = responder.awaited.popLast() {
+                    machine.answerArrived(slot: slot, frame: FrameRun(batch, placed[slot]!), into: &out, run: &run, &responder)
+                }
+                var open = true
+                if let run {
+                    let n = min(Int(rng.next() % 61), run.count)
+                    written += run.bytes[0..<n]
+                    run.withUnsafeBytes { machine.keep($0, written: n, now: now) }
+                    open = n == run.count
+                }
+                let n = out.isEmpty || !open ? 0 : min(Int(rng.next() % 61), out.count)
+                written += out[0..<n]
+                machine.keep(&out, written: n, now: now)
+            }
             while let (slot, id) = responder.awaited.popLast() {
                 var frame: [UInt8] = []
                 ResponseFrameWriter.appendOK(id: id, field: .logout, body: [], to: &frame)
-                switch rng.next() % 3 {
-                case 0:
+                if rng.next() % 2 == 0 {
                     machine.answerArrived(slot: slot, frame: frame, &responder)
-                case 1:
+                } else {
                     var out: [UInt8] = []
                     machine.answerArrived(slot: slot, frame: frame, into: &out, &responder)
                     let n = out.isEmpty ? 0 : min(Int(rng.next() % 61), out.count)
-                    written += out[0..<n]
-                    machine.keep(&out, written: n, now: now)
-                default:
-                    // As the loop: the answer a run of a worker's array,
-                    // written from there, then what was copied after it.
-                    var out: [UInt8] = []
-                    var run: FrameRun?
-                    let batch = [UInt8](repeating: 0, count: Int(rng.next() % 5)) + frame
-                    machine.answerArrived(slot: slot, frame: FrameRun(batch, batch.count - frame.count..<batch.count),
-                                          into: &out, run: &run, &responder)
-                    var open = true
-                    if let run {
-                        let n = min(Int(rng.next() % 61), run.count)
-                        written += run.bytes[0..<n]
-                        run.withUnsafeBytes { machine.keep($0, written: n, now: now) }
-                        open = n == run.count
-                    }
-                    let n = out.isEmpty || !open ? 0 : min(Int(rng.next() % 61), out.count)
                     written += out[0..<n]
                     machine.keep(&out, written: n, now: now)
                 }

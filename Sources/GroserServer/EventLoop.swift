@@ -272,10 +272,11 @@ final class EventLoop: @unchecked Sendable {
 
     /// Moves answers from the commit queue to their connections. A shard
     /// answers a batch's requests in order, so one connection's answers
-    /// usually come in a run: each run goes through the loop's `output`
-    /// buffer and is offered to the socket once (as `answerFrames` does),
-    /// rather than into a buffer of the connection's own, allocated again
-    /// after every write that emptied it.
+    /// usually come one after another, next to each other in the shard's
+    /// array: they join into one `FrameRun`, written from that array; what
+    /// cannot join (an answer made on the loop, another array's) is copied
+    /// into the loop's `output` after it, and both are offered to the
+    /// socket in one call (`deliver`).
     private func deliverAnswers() {
         let answers = inbox.take()
         guard !answers.isEmpty else { return }
@@ -324,41 +325,45 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Writes the answers in `first` (a worker's answers, from its array)
-    /// and `output` to the connection, or queues them behind answers it has
-    /// not taken yet. What the socket does not take moves to the connection
-    /// (copied into its chunks).
+    /// and then `output` to the connection, in one call, or queues them
+    /// behind answers it has not taken yet. What the socket does not take
+    /// moves to the connection (copied into its chunks).
     private func deliver(_ connection: Connection, first: FrameRun? = nil) {
         guard !output.isEmpty || first != nil else { return }
         defer {
             output.removeAll(keepingCapacity: output.capacity <= LoopHousekeeping.retainedOutputCapacity)
         }
-        var open = connection.machine.mayWriteDirectly
-        if let first {
-            first.withUnsafeBytes { bytes in
-                let written = open ? write(bytes, to: connection) : 0
-                connection.machine.keep(bytes, written: written, now: monotonicNanoseconds())
-                open = written == bytes.count
-            }
+        let open = connection.machine.mayWriteDirectly
+        guard let first else {
+            let written = open ? output.withUnsafeBytes { write($0, UnsafeRawBufferPointer(start: nil, count: 0), to: connection).0 } : 0
+            connection.machine.keep(&output, written: written, now: monotonicNanoseconds())
+            return
         }
-        guard !output.isEmpty else { return }
-        let written = open ? output.withUnsafeBytes { write($0, to: connection) } : 0
-        connection.machine.keep(&output, written: written, now: monotonicNanoseconds())
+        first.withUnsafeBytes { run in output.withUnsafeBytes { rest in
+            let (a, b) = open ? write(run, rest, to: connection) : (0, 0)
+            let now = monotonicNanoseconds()
+            connection.machine.keep(run, written: a, now: now)
+            if !rest.isEmpty { connection.machine.keep(rest, written: b, now: now) }
+        } }
     }
 
-    /// Offers `bytes` to the connection's socket until it takes them all or
-    /// would block; returns how many it took. (A failed write is left to
-    /// `flush`, which fails the same way and closes.)
-    private func write(_ bytes: UnsafeRawBufferPointer, to connection: Connection) -> Int {
-        var written = 0
-        while written < bytes.count {
+    /// Offers `a` then `b` to the connection's socket until it takes them
+    /// all or would block; returns how many of each it took. (A failed
+    /// write is left to `flush`, which fails the same way and closes.)
+    private func write(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, to connection: Connection) -> (Int, Int) {
+        var (wa, wb) = (0, 0)
+        while wa < a.count || wb < b.count {
             switch Result(catching: { () throws(Errno) -> IOResult in
-                try connection.socket.write(UnsafeRawBufferPointer(rebasing: bytes[written...]))
+                try connection.socket.write(UnsafeRawBufferPointer(rebasing: a[wa...]), UnsafeRawBufferPointer(rebasing: b[wb...]))
             }) {
-            case .success(.processed(let n)): written += n
-            case .success(.wouldBlock), .failure: return written
+            case .success(.processed(let n)):
+                let fromA = min(n, a.count - wa)
+                wa += fromA
+                wb += n - fromA
+            case .success(.wouldBlock), .failure: return (wa, wb)
             }
         }
-        return written
+        return (wa, wb)
     }
 
     /// Writes pending output, resumes a connection that was waiting, then

@@ -1,4 +1,5 @@
 import GroserWire
+import Synchronization
 
 /// A product as carts and checkout need it: authoritative price and stock.
 ///
@@ -130,6 +131,11 @@ public final class ProductSlot: @unchecked Sendable {
     /// compared without reading the string.
     public let currencyKey: UInt64
     public let outOfStock: Bool
+    /// This slot's number, never given to another slot of this process:
+    /// what a remembered answer line names its product's slot by, without
+    /// holding it (`LineMemo`). A product that changes gets a new slot.
+    public let serial: UInt64
+    private static let serials = Atomic<UInt64>(1)
     /// The product's uid, name and price as a cart answer's line begins
     /// (`EncodedCartLine.head`), written once; freed with the slot.
     @inlinable public var head: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage, count: headCount) }
@@ -142,6 +148,7 @@ public final class ProductSlot: @unchecked Sendable {
         priceMinorUnits = product.price.minorUnits
         currency = product.price.currency
         currencyKey = Self.key(of: product.price.currency)
+        serial = Self.serials.wrappingAdd(1, ordering: .relaxed).oldValue
         outOfStock = product.stock == 0
         let bytes = EncodedCartLine.head(productUID: product.uid, name: product.name, unitPrice: product.price.minorUnits,
                                          currency: product.price.currency)

@@ -118,6 +118,24 @@ public final class Socket: @unchecked Sendable {
         }
     }
 
+    /// Sends `first` then `second` in one call (`sendmsg` of the two), without raising SIGPIPE.
+    public func write(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) throws(Errno) -> IOResult {
+        guard !first.isEmpty else { return try write(second) }
+        guard !second.isEmpty else { return try write(first) }
+        var parts = (iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
+                     iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count))
+        do {
+            return .processed(try withUnsafeMutablePointer(to: &parts) { (p) throws(Errno) -> Int in
+                var message = msghdr()
+                message.msg_iov = UnsafeMutableRawPointer(p).assumingMemoryBound(to: iovec.self)
+                message.msg_iovlen = 2
+                return try syscall { sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL)) }
+            })
+        } catch .wouldBlock {
+            return .wouldBlock
+        }
+    }
+
     /// Writes all of `bytes`, blocking; for blocking sockets only.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0

@@ -188,7 +188,8 @@ struct CartAnswerTests {
                 #expect(answer.bodySize == plain.bodySize, "seed \(seed) step \(step)")
                 let body = answer.body(cart)
                 #expect(body == BodyEncoder.cart(view) && body == plain.body(cart), "seed \(seed) step \(step): \(view)")
-                #expect(memo.lines.count == view.lines.count && memo.slots.count == view.lines.count, "seed \(seed) step \(step): the entry holds the shown lines")
+                #expect(memo.lines.count == view.lines.count && memo.bytes.count == (memo.lines.last?.end ?? 0),
+                        "seed \(seed) step \(step): the entry holds the shown lines")
                 if remembered > 0 && body.count > 0 { hits += 1 }
                 // A change stores the shown lines only.
                 cart.lines.removeAll { $0.slot == nil }
@@ -196,5 +197,26 @@ struct CartAnswerTests {
             }
         }
         #expect(hits > 5000, "the memo was used: \(hits) answers")
+    }
+
+    /// A cart whose lines are more bytes than an entry keeps is answered
+    /// without it, and leaves what the entry held alone.
+    @Test func aCartTooLargeToRememberLeavesTheEntryAlone() throws {
+        func cart(_ lines: Int, name: String) -> StoredCart {
+            StoredCart(version: 3, lines: (0..<lines).map { i in
+                let p = ProductRecord(uid: "p\(i)", storeUID: "s1", name: name, price: Money(minorUnits: 100, currency: "RUB"), stock: 5)
+                return CartLineRecord(productUID: p.uid, quantity: 2, seenPriceMinorUnits: 100, slot: ProductSlot(p))
+            })
+        }
+        let memo = LineMemo.Entry()
+        let small = cart(5, name: "Bread")
+        _ = try SlottedCartAnswer(small, storeUID: "s1", defaultCurrency: "RUB", memo: memo).body(small)
+        let held = (memo.lines.count, memo.bytes)
+        #expect(held.0 == 5)
+        let large = cart(60, name: String(repeating: "x", count: 200))
+        let body = try SlottedCartAnswer(large, storeUID: "s1", defaultCurrency: "RUB", memo: memo).body(large)
+        #expect(body == (try SlottedCartAnswer(large, storeUID: "s1", defaultCurrency: "RUB").body(large)))
+        #expect(body.count > LineMemo.entryBytes)
+        #expect(memo.lines.count == held.0 && memo.bytes == held.1, "the small cart's lines are still remembered")
     }
 }

@@ -39,7 +39,8 @@ struct CommerceJob: Sendable {
         func callAsFunction(_ frame: [UInt8]) { self(FrameRun(frame)) }
 
         /// A frame written among others in one array: the loop keeps the
-        /// run (the array is shared, not copied, and freed with its last run).
+        /// run (the array is shared, not copied; once the loop holds no run
+        /// of it, its shard writes the next batch into it, `FrameScratch`).
         /// `status`, when given, is the frame's (the loop's Stats need not read it back).
         func callAsFunction(_ frame: FrameRun, status: StatusCode? = nil) {
             switch self {

@@ -106,7 +106,7 @@ extension CustomerShard {
             do { try context.catalog.refresh(announce: false) } catch { context.logger.error("cannot update the catalog after a checkout: \(error)") }
         }
         // Every answer of the batch is written into the shard's frames
-        // first, then they leave in one array, each answer a slice of it.
+        // first, then they leave in one array, each answer a run of it.
         var placed: [Range<Int>] = []
         swap(&placed, &sparePlaces)
         defer {

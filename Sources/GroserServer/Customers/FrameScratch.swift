@@ -4,14 +4,16 @@ import Synchronization
 /// array they leave in: a cart answer is written in place (no array per
 /// answer, each of which cost about 700 instructions to make and a free on
 /// the loop's thread, and no copy of the batch's frames at its end, which
-/// callgrind counts at an instruction a byte), and each answer is a slice
-/// of that array (`take`). The arrays come back: the scratch keeps the last
-/// few it handed out, and once the loop has dropped every slice of one it
-/// is written again, so a batch allocates nothing and nothing the shard
-/// allocated is freed on the loop's thread. An array's count is its whole
-/// room (zeros, or the frames of an earlier batch), so that a frame can be
-/// written anywhere in it; only the slices a batch placed mean anything.
-/// The shard's thread only.
+/// callgrind counts at an instruction a byte), and each answer is a range
+/// of that array (`append`'s, sent as a `FrameRun` of what `take` returns).
+/// The arrays come back: the scratch keeps the last few it handed out, and
+/// once the loop holds no part of one it is written again, so a steady
+/// batch allocates nothing and the arrays are freed on the shard's thread
+/// (but for one over `keptCapacity`, or one made while all those kept were
+/// still held, which the loop's thread frees with the answers in it). An
+/// array's count is its whole room (zeros, or the frames of an earlier
+/// batch), so that a frame can be written anywhere in it; only the ranges
+/// a batch placed mean anything. The shard's thread only.
 final class FrameScratch {
     // Not checked for exclusivity at run time (the shard's thread alone
     // touches them): each checked access cost about 80 instructions, a few
@@ -25,8 +27,8 @@ final class FrameScratch {
     static let keptCapacity = 1 << 20
     /// Arrays `take` handed out, held as their storage objects (an array is
     /// one reference to its storage) so that their uniqueness can be asked:
-    /// once this is the only reference, the loop is done with every slice of
-    /// it. At most `lentLimit`, each of at most `keptCapacity` bytes.
+    /// once this is the only reference, the loop is done with every frame
+    /// of it. At most `lentLimit`, each of at most `keptCapacity` bytes.
     @exclusivity(unchecked) private var lent: [AnyObject] = []
     static let lentLimit = 8
 
@@ -54,7 +56,7 @@ final class FrameScratch {
     }
 
     /// The array every frame written so far is in (its first `count`
-    /// bytes; the slices `append` returned address them); the scratch is
+    /// bytes; the ranges `append` returned address them); the scratch is
     /// empty again, writing next into an array the loop has given up, or a
     /// new one.
     func take() -> [UInt8] {
@@ -71,12 +73,14 @@ final class FrameScratch {
                 if i < lent.count { lent[i] = unsafeBitCast(frames, to: AnyObject.self) }
             }
         }
-        lastCount = count
+        // (A batch past what is kept is not what the next one needs room for.)
+        lastCount = Swift.min(count, Self.keptCapacity)
         count = 0
         return frames
     }
 
-    /// An array of `capacity` to 4 × `capacity` bytes (the least such)
+    /// An array of `capacity` to 4 × `capacity` bytes, or of at most 256
+    /// (the least such)
     /// that the loop has given up, or nil; an answer a connection holds
     /// keeps its whole array, so a large one is not used for a small batch.
     private func reclaim(capacity: Int) -> [UInt8]? {

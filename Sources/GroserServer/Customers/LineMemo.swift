@@ -6,17 +6,19 @@ import GroserStorage
 /// 20-line cart's add cost 1.6 times a one-line cart's (BENCHMARKS.md).
 ///
 /// Each remembered line keeps what its bytes were written from: its
-/// product's slot (held, so its identity is not reused while remembered;
-/// a product that changes gets a new slot), its quantity and the price the
-/// customer saw. A line whose three match is its bytes, whatever cart the
-/// entry was made for, so an entry of another cart, or of a change undone,
-/// costs a miss, never a wrong answer.
+/// product's slot's serial (never reused; a product that changes gets a
+/// new slot), its quantity and the price the customer saw. A line whose
+/// three match is its bytes, whatever cart the entry was made for, so an
+/// entry of another cart, or of a change undone, costs a miss, never a
+/// wrong answer; and no slot is kept alive by the memo.
 ///
 /// Bounded: `entryCount` entries, one per cart place hashed (a cart's
 /// session position and its place among the session's carts), each of
-/// at most `entryBytes` bytes of lines; carts of fewer than `minimumLines`
-/// lines are encoded whole (remembering costs more than it saves there).
-/// Memory does not grow with the sessions held. The shard's thread only.
+/// at most `entryBytes` bytes of lines (a larger cart's answer leaves its
+/// entry alone) and 32 bytes a line beside them; carts of fewer than
+/// `minimumLines` lines are encoded whole (remembering costs more than it
+/// saves there). Memory does not grow with the sessions held. The shard's
+/// thread only.
 final class LineMemo {
     static let entryCount = 512
     static let entryBytes = 8 * 1024
@@ -24,8 +26,8 @@ final class LineMemo {
 
     /// What one line's bytes were written from, and where they end in `bytes`.
     struct Line {
-        /// The slot's address (`identity(of:)`).
-        var slot: UInt
+        /// The product's slot's `serial`.
+        var slot: UInt64
         var quantity: UInt32
         var seen: Int64
         var end: Int
@@ -35,15 +37,8 @@ final class LineMemo {
     /// CartLine), back to back in `bytes`.
     final class Entry {
         @exclusivity(unchecked) var lines: [Line] = []
-        /// The slots `lines` name, held.
-        @exclusivity(unchecked) var slots: [ProductSlot] = []
         @exclusivity(unchecked) var bytes: [UInt8] = []
     }
-
-    /// A line's slot's address, read without retaining it (an
-    /// ObjectIdentifier made of it retained and released it).
-    @inline(__always)
-    static func identity(of line: borrowing CartLineRecord) -> UInt { unsafeBitCast(line.slot, to: UInt.self) }
 
     private var entries: [Entry?] = Array(repeating: nil, count: LineMemo.entryCount)
 

@@ -27,6 +27,8 @@ struct SlottedCartAnswer {
     private let storeUID: String
     private let currencyField: Int
     private let memo: LineMemo.Entry?
+    /// The shown lines' bytes (a bound on what `writeLines` may write).
+    private let linesEnd: Int
     /// The Cart message's size, and the CartResponse's around it.
     private let cartSize: Int
     let bodySize: Int
@@ -55,7 +57,7 @@ struct SlottedCartAnswer {
                     currencyKey = slot.currencyKey
                 }
                 let total = try totals.add(slot.priceMinorUnits, stored[i].quantity)
-                if shown < known.count && Self.matches(known[shown], stored[i]) {
+                if shown < known.count && Self.matches(known[shown], slot.serial, stored[i]) {
                     linesSize &+= known[shown].end &- knownStart
                 } else {
                     let size = Self.lineSize(headCount: slot.head.count, price: slot.priceMinorUnits, outOfStock: slot.outOfStock,
@@ -75,7 +77,11 @@ struct SlottedCartAnswer {
         self.version = cart.version
         self.storeUID = storeUID
         self.currencyField = currencyField
-        self.memo = memo
+        // A cart whose lines are too many bytes to remember leaves the
+        // entry as it is (emptying it, and filling it again next time, cost
+        // an allocation or more a request).
+        self.memo = linesSize <= LineMemo.entryBytes ? memo : nil
+        linesEnd = linesSize
         var n = CartBodyWriter.stringFieldSize(Field.storeUID, storeUID) + linesSize
         n += ProtoWriter.lengthDelimitedFieldSize(Field.subtotal, Self.moneySize(totals.subtotal, currencyField))
         n += ProtoWriter.varintFieldSize(Field.itemCount, UInt64(totals.items))
@@ -87,8 +93,8 @@ struct SlottedCartAnswer {
 
     /// Whether `known` holds the bytes of `line`.
     @inline(__always)
-    private static func matches(_ known: LineMemo.Line, _ line: borrowing CartLineRecord) -> Bool {
-        known.slot == LineMemo.identity(of: line) && known.quantity == line.quantity && known.seen == line.seenPriceMinorUnits
+    private static func matches(_ known: LineMemo.Line, _ serial: UInt64, _ line: borrowing CartLineRecord) -> Bool {
+        known.slot == serial && known.quantity == line.quantity && known.seen == line.seenPriceMinorUnits
     }
 
     /// A CartLine's size, without its own tag and length. (Of the slot's
@@ -174,6 +180,10 @@ struct SlottedCartAnswer {
         var runStart = 0, runEnd = 0, knownStart = 0
         func flush(_ q: inout UnsafeMutablePointer<UInt8>) {
             guard runEnd > runStart else { return }
+            // Never past the lines measured (a remembered end gone wrong
+            // would otherwise write past the frame before any check).
+            precondition(q - start + (runEnd - runStart) <= linesEnd && runEnd <= memo.bytes.count,
+                         "SlottedCartAnswer: a remembered run past the lines measured")
             memo.bytes.withUnsafeBytes { old in
                 UnsafeMutableRawPointer(q).copyMemory(from: old.baseAddress! + runStart, byteCount: runEnd - runStart)
             }
@@ -184,7 +194,7 @@ struct SlottedCartAnswer {
         for i in stored.indices {
             guard stored[i].slot != nil else { continue }
             unowned(unsafe) let slot = stored[i].slot!
-            if shown < known && Self.matches(memo.lines[shown], stored[i]) {
+            if shown < known && Self.matches(memo.lines[shown], slot.serial, stored[i]) {
                 let knownEnd = memo.lines[shown].end
                 if runEnd == runStart { (runStart, runEnd) = (knownStart, knownStart) }
                 // Where this line will end once the run is copied.
@@ -195,37 +205,24 @@ struct SlottedCartAnswer {
                 flush(&q)
                 if shown < known { knownStart = memo.lines[shown].end }
                 writeLine(slot, stored[i], currencyBytes, &q)
-                let line = LineMemo.Line(slot: LineMemo.identity(of: stored[i]), quantity: stored[i].quantity, seen: stored[i].seenPriceMinorUnits,
+                let line = LineMemo.Line(slot: slot.serial, quantity: stored[i].quantity, seen: stored[i].seenPriceMinorUnits,
                                          end: q - start)
-                if shown < known {
-                    memo.lines[shown] = line
-                    memo.slots[shown] = slot
-                } else {
-                    memo.lines.append(line)
-                    memo.slots.append(slot)
-                }
+                if shown < known { memo.lines[shown] = line } else { memo.lines.append(line) }
             }
             shown += 1
         }
         flush(&q)
-        if shown < known {
-            memo.lines.removeSubrange(shown...)
-            memo.slots.removeSubrange(shown...)
-        }
-        // The entry holds the lines written (none when they are too many bytes to keep).
+        if shown < known { memo.lines.removeSubrange(shown...) }
+        // The entry holds the lines written (`init` left out a cart of more
+        // than `entryBytes`).
         let n = q - start
-        if n > LineMemo.entryBytes {
-            memo.lines.removeAll()
-            memo.slots.removeAll()
-            memo.bytes.removeAll()
-        } else {
-            if memo.bytes.count > n {
-                memo.bytes.removeLast(memo.bytes.count - n)
-            } else if memo.bytes.count < n {
-                memo.bytes.append(contentsOf: repeatElement(0, count: n - memo.bytes.count))
-            }
-            memo.bytes.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: start, byteCount: n) }
+        precondition(n == linesEnd, "SlottedCartAnswer: \(n) bytes of lines written, \(linesEnd) measured")
+        if memo.bytes.count > n {
+            memo.bytes.removeLast(memo.bytes.count - n)
+        } else if memo.bytes.count < n {
+            memo.bytes.append(contentsOf: repeatElement(0, count: n - memo.bytes.count))
         }
+        memo.bytes.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: start, byteCount: n) }
         return q
     }
 
