@@ -30,8 +30,10 @@ public enum EncodedCartLine {
         return out
     }
 
-    /// A Money message's size.
-    static func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
+    /// A Money message's size, its currency field `currencyField` bytes
+    /// (`currencyFieldSize`).
+    @inlinable
+    public static func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
         ProtoWriter.varintFieldSize(CartBodyWriter.MoneyField.minorUnits, UInt64(bitPattern: minorUnits)) + currencyField
     }
 }

@@ -62,7 +62,7 @@ struct SlottedCartAnswer {
                 } else {
                     let size = Self.lineSize(headCount: slot.head.count, price: slot.priceMinorUnits, outOfStock: slot.outOfStock,
                                              quantity: stored[i].quantity, seen: stored[i].seenPriceMinorUnits, total: total, currencyField)
-                    linesSize &+= 1 &+ Self.varintSize(UInt64(size)) &+ size
+                    linesSize &+= 1 &+ ProtoWriter.varintSize(UInt64(size)) &+ size
                 }
                 if shown < known.count { knownStart = known[shown].end }
                 shown += 1
@@ -83,7 +83,7 @@ struct SlottedCartAnswer {
         self.memo = linesSize <= LineMemo.entryBytes ? memo : nil
         linesEnd = linesSize
         var n = CartBodyWriter.stringFieldSize(Field.storeUID, storeUID) + linesSize
-        n += ProtoWriter.lengthDelimitedFieldSize(Field.subtotal, Self.moneySize(totals.subtotal, currencyField))
+        n += ProtoWriter.lengthDelimitedFieldSize(Field.subtotal, EncodedCartLine.moneySize(totals.subtotal, currencyField))
         n += ProtoWriter.varintFieldSize(Field.itemCount, UInt64(totals.items))
         n += CartBodyWriter.stringFieldSize(Field.currency, currency)
         n += ProtoWriter.varintFieldSize(Field.version, cart.version)
@@ -103,22 +103,12 @@ struct SlottedCartAnswer {
     @inline(__always)
     private static func lineSize(headCount: Int, price: Int64, outOfStock: Bool, quantity: UInt32, seen: Int64, total: Int64,
                                  _ currencyField: Int) -> Int {
-        var n = headCount &+ (quantity == 0 ? 0 : 1 &+ varintSize(UInt64(quantity)))
-        n &+= 2 &+ moneySize(total, currencyField)
-        if seen != price { n &+= 4 &+ moneySize(seen, currencyField) }
+        var n = headCount &+ ProtoWriter.varintFieldSize(Line.quantity, UInt64(quantity))
+        n &+= 2 &+ EncodedCartLine.moneySize(total, currencyField)
+        if seen != price { n &+= 4 &+ EncodedCartLine.moneySize(seen, currencyField) }
         if outOfStock { n &+= 2 }
         return n
     }
-
-    /// A Money message's size (its minor units left out when 0, as proto3 does).
-    @inline(__always)
-    private static func moneySize(_ minorUnits: Int64, _ currencyField: Int) -> Int {
-        (minorUnits == 0 ? 0 : 1 &+ varintSize(UInt64(bitPattern: minorUnits))) &+ currencyField
-    }
-
-    /// A varint's size, without a loop.
-    @inline(__always)
-    private static func varintSize(_ v: UInt64) -> Int { (64 &- (v | 1).leadingZeroBitCount &+ 6) / 7 }
 
     /// The whole OK response frame's size.
     func frameSize(id: UInt64, field: MethodField) -> Int {
@@ -262,7 +252,7 @@ struct SlottedCartAnswer {
     private func money(_ tag: UInt8, _ minorUnits: Int64, _ currency: UnsafeBufferPointer<UInt8>,
                        _ q: inout UnsafeMutablePointer<UInt8>) {
         Self.put(tag, &q)
-        Self.put(UInt64(Self.moneySize(minorUnits, currencyField)), &q)
+        Self.put(UInt64(EncodedCartLine.moneySize(minorUnits, currencyField)), &q)
         if minorUnits != 0 {
             Self.put(UInt8(MoneyField.minorUnits << 3 | ProtoWriter.wireVarint), &q)
             Self.put(UInt64(bitPattern: minorUnits), &q)
@@ -292,13 +282,6 @@ struct SlottedCartAnswer {
 
     @inline(__always)
     private static func put(_ value: UInt64, _ q: inout UnsafeMutablePointer<UInt8>) {
-        var v = value
-        while v >= 0x80 {
-            q.pointee = UInt8(truncatingIfNeeded: v) | 0x80
-            q += 1
-            v >>= 7
-        }
-        q.pointee = UInt8(truncatingIfNeeded: v)
-        q += 1
+        q += ProtoWriter.putVarint(value, into: UnsafeMutableRawPointer(q), at: 0)
     }
 }
